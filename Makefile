@@ -1,0 +1,37 @@
+# Two commands on a fresh machine with Python >= 3.10 and pip:
+#   make demo   create .venv, install, run zero-shot inference with a shipped checkpoint
+#   make test   same install, then the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+# The offline mirror laid out like ../shared/data (see docs); override with OMNIGRAPH_DATA=...
+SHARED := $(abspath ../shared)
+OMNIGRAPH_DATA ?= $(if $(wildcard $(SHARED)/data),$(SHARED)/data,)
+OMNIGRAPH_REFERENCE ?= $(if $(wildcard $(SHARED)/reference),$(SHARED)/reference,)
+export OMNIGRAPH_DATA OMNIGRAPH_REFERENCE
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: install demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# a torch that is already importable is kept; otherwise the pinned CPU build
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
+	$(PIP) install -q -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(VENV)/bin/omnigraph predict --model rgvt --dataset Cora
+
+test: install
+	$(PY) -m pytest -q -x --durations=15
+
+bench: install
+	$(VENV)/bin/omnigraph benchmark perf --out docs/results
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,5 @@
+import sys
+
+from omnigraph.cli import main
+
+sys.exit(main())

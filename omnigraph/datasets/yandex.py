@@ -1,0 +1,30 @@
+"""Yandex / Platonov heterophily graphs (``<name>.npz``; Platonov et al., ICLR 2023)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import to_undirected
+
+_KEYS = ("node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks")
+
+
+def load_yandex_npz(path: str | Path, split: int = 0) -> Data:
+    """Read a Yandex npz: features, labels, edges listed once (symmetrised here), masks row ``split``."""
+    path = Path(path)
+    with np.load(path, allow_pickle=False) as f:
+        missing = [k for k in _KEYS if k not in f.files]
+        if missing:
+            raise ValueError(f"{path} is not a Yandex heterophily npz: missing keys {missing} (has {f.files})")
+        n_splits = f["train_masks"].shape[0]
+        if not 0 <= split < n_splits:
+            raise ValueError(f"split {split} out of range: {path.name} has {n_splits} splits (0..{n_splits - 1})")
+        x = torch.from_numpy(np.asarray(f["node_features"], dtype=np.float32))
+        y = torch.from_numpy(np.asarray(f["node_labels"], dtype=np.int64))
+        edges = torch.from_numpy(np.asarray(f["edges"], dtype=np.int64)).t().contiguous()
+        masks = {k: torch.from_numpy(np.asarray(f[f"{k}s"][split], dtype=bool))
+                 for k in ("train_mask", "val_mask", "test_mask")}
+    edge_index = to_undirected(edges, num_nodes=x.size(0))
+    return Data(x=x, edge_index=edge_index, y=y, num_nodes=x.size(0), **masks)

@@ -1,0 +1,186 @@
+"""Checkpoints: safetensors weights + JSON config + a model card. Never pickle.
+
+Layout of a saved model directory (``save_pretrained``)::
+
+    DIR/model.safetensors   tensors (loaded without executing code)
+    DIR/config.json         {"model_type", "config": init kwargs, "card": {...}}
+    DIR/README.md           the human-readable model card
+
+Shipped checkpoints live in the repository's ``pretrained/`` folder (installed as
+``omnigraph._pretrained``) as ``NAME.safetensors`` + ``NAME.json`` + ``NAME.md``, listed in
+``registry.json`` with their sha256. Loading a shipped name verifies the hash.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
+_PICKLE_SUFFIXES = {".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".bin"}
+MODEL_TYPES: dict[str, type] = {}
+
+
+def register_model(cls):
+    """Class decorator: make ``cls`` loadable by its ``model_type``."""
+    MODEL_TYPES[cls.model_type] = cls
+    return cls
+
+
+def pretrained_dir() -> Path:
+    """The shipped checkpoints: the repo's ``pretrained/`` or the installed package data."""
+    if (PRETRAINED_DIR / "registry.json").is_file():
+        return PRETRAINED_DIR
+    from importlib import resources
+
+    return Path(str(resources.files("omnigraph._pretrained")))
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temporary file in the same folder, then rename: never a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _atomic_save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, tmp, metadata=metadata)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def refuse_pickle(path: Path) -> None:
+    """Raise if ``path`` looks like a pickle / torch zip checkpoint."""
+    with open(path, "rb") as f:
+        head = f.read(2)
+    if path.suffix in _PICKLE_SUFFIXES or head in (b"PK",) or head[:1] == b"\x80":
+        raise ValueError(
+            f"{path} is a pickle-based checkpoint; omnigraph refuses to unpickle files because that can run "
+            "arbitrary code. Convert it to safetensors (safetensors.torch.save_file(state_dict, 'model.safetensors')) "
+            "and pass that file instead.")
+
+
+def read_checkpoint(name_or_path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """Resolve a shipped name, a directory or a ``.safetensors`` file to ``(config, tensors)``."""
+    path = Path(name_or_path)
+    expected_sha = None
+    if not path.exists():
+        registry = json.loads((pretrained_dir() / "registry.json").read_text())
+        if str(name_or_path) not in registry:
+            raise FileNotFoundError(
+                f"no checkpoint named {str(name_or_path)!r}: not a file or folder, and not a shipped model "
+                f"(shipped: {', '.join(sorted(registry)) or 'none'})")
+        entry = registry[str(name_or_path)]
+        path = pretrained_dir() / entry["file"]
+        expected_sha = entry["sha256"]
+    if path.is_dir():
+        weights, cfg_path = path / "model.safetensors", path / "config.json"
+    else:
+        weights, cfg_path = path, path.with_suffix(".json")
+    if not weights.is_file():
+        raise FileNotFoundError(f"checkpoint weights not found: {weights}")
+    refuse_pickle(weights)
+    if expected_sha is not None and sha256_file(weights) != expected_sha:
+        raise ValueError(f"sha256 of {weights} does not match the registry ({expected_sha[:12]}...): "
+                         "the file is corrupt or was modified; reinstall omnigraph")
+    if not cfg_path.is_file():
+        raise FileNotFoundError(f"checkpoint config not found: {cfg_path} (expected next to {weights.name})")
+    try:
+        tensors = load_file(str(weights))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise ValueError(f"{weights} is not a valid safetensors file ({err}); it may be truncated or corrupt") from err
+    try:
+        config = json.loads(cfg_path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{cfg_path} is not valid JSON: {err}") from err
+    if "model_type" not in config or "config" not in config:
+        raise ValueError(f"{cfg_path} lacks 'model_type'/'config' keys; not an omnigraph checkpoint")
+    return config, tensors
+
+
+def model_card_markdown(model_type: str, card: dict[str, Any]) -> str:
+    lines = [f"# {card.get('name', model_type)}", "", f"- model type: `{model_type}`"]
+    for key, value in card.items():
+        if key != "name":
+            lines.append(f"- {key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}")
+    return "\n".join(lines) + "\n"
+
+
+class PretrainedMixin:
+    """``save_pretrained`` / ``from_pretrained`` for objects with ``get_config`` and a state dict.
+
+    Subclasses define ``model_type`` and ``get_config()`` (the keyword arguments that rebuild
+    the object) and provide ``state_dict()`` / ``load_state_dict(strict=True)``.
+    """
+
+    model_type: ClassVar[str]
+
+    def get_config(self) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def save_pretrained(self, directory: str | os.PathLike, card: dict[str, Any] | None = None) -> Path:
+        directory = Path(directory)
+        card = {"date": _dt.date.today().isoformat(), **(card or {})}
+        meta = {"model_type": self.model_type, "config": self.get_config(), "card": card}
+        _atomic_save_tensors(self.state_dict(), directory / "model.safetensors",
+                             {"model_type": self.model_type})
+        atomic_write_bytes(directory / "config.json", json.dumps(meta, indent=2).encode())
+        atomic_write_bytes(directory / "README.md", model_card_markdown(self.model_type, card).encode())
+        return directory
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike, **overrides):
+        meta, tensors = read_checkpoint(name_or_path)
+        if meta["model_type"] != cls.model_type:
+            raise ValueError(f"{name_or_path} holds a {meta['model_type']!r} checkpoint, not {cls.model_type!r}")
+        obj = cls(**{**meta["config"], **overrides})
+        try:
+            obj.load_state_dict(tensors, strict=True)
+        except RuntimeError as err:
+            raise ValueError(f"checkpoint config does not match its tensors: {err}") from err
+        obj.card_ = meta.get("card", {})
+        return obj
+
+
+def publish(obj: PretrainedMixin, name: str, card: dict[str, Any], directory: Path | None = None) -> Path:
+    """Write a checkpoint as ``NAME.safetensors/.json/.md`` into ``pretrained/`` and register its hash."""
+    directory = Path(directory or PRETRAINED_DIR)
+    card = {"name": name, "date": _dt.date.today().isoformat(), **card}
+    weights = directory / f"{name}.safetensors"
+    _atomic_save_tensors(obj.state_dict(), weights, {"model_type": obj.model_type})
+    meta = {"model_type": obj.model_type, "config": obj.get_config(), "card": card}
+    atomic_write_bytes(directory / f"{name}.json", json.dumps(meta, indent=2).encode())
+    atomic_write_bytes(directory / f"{name}.md", model_card_markdown(obj.model_type, card).encode())
+    reg_path = directory / "registry.json"
+    registry = json.loads(reg_path.read_text()) if reg_path.is_file() else {}
+    registry[name] = {"file": weights.name, "sha256": sha256_file(weights), "model_type": obj.model_type}
+    atomic_write_bytes(reg_path, (json.dumps(registry, indent=2, sort_keys=True) + "\n").encode())
+    return weights

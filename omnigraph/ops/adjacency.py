@@ -1,0 +1,74 @@
+r"""Normalised propagation operators, built once per graph as sparse CSR tensors.
+
+Every builder first reduces ``edge_index`` to a deduplicated undirected graph
+(:func:`simple_undirected`), then attaches the values:
+
+.. math::
+    A_{\mathrm{rw}} = D^{-1} A, \qquad
+    A_{\mathrm{sym}} = D^{-1/2} A D^{-1/2}, \qquad
+    P = D^{-1} A \;(\text{no self-loops, isolated rows } 0), \qquad
+    H = I - P.
+
+RGVT uses :math:`A_{\mathrm{rw}}` and :math:`A_{\mathrm{sym}}` with one self-loop per node;
+GraphAny uses :math:`P` and :math:`I - P` without self-loops. The two must never share a
+cached operator (node-classification spec, pitfall 1).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torch_geometric.utils import add_self_loops, coalesce, remove_self_loops, to_undirected
+
+
+def simple_undirected(edge_index: Tensor, num_nodes: int, self_loops: bool) -> Tensor:
+    """Symmetrise, deduplicate, and either strip all self-loops or give every node exactly one.
+
+    Args:
+        edge_index: ``[2, E]`` integer tensor.
+        num_nodes: number of nodes N (trailing isolated nodes are kept).
+        self_loops: add exactly one loop per node (``True``) or none (``False``).
+
+    Returns:
+        ``[2, E']`` coalesced (row-major sorted) edge index.
+    """
+    edge_index = to_undirected(edge_index, num_nodes=num_nodes)
+    edge_index, _ = remove_self_loops(edge_index)
+    if self_loops:
+        edge_index, _ = add_self_loops(edge_index, num_nodes=num_nodes)
+    return coalesce(edge_index, num_nodes=num_nodes)
+
+
+def _csr(edge_index: Tensor, value: Tensor, num_nodes: int) -> Tensor:
+    return torch.sparse_coo_tensor(edge_index, value, (num_nodes, num_nodes)).coalesce().to_sparse_csr()
+
+
+def _degree(row: Tensor, num_nodes: int) -> Tensor:
+    return torch.bincount(row, minlength=num_nodes).to(torch.float32)
+
+
+def rw_adjacency(edge_index: Tensor, num_nodes: int, self_loops: bool = True) -> Tensor:
+    r"""Row-normalised :math:`D^{-1}A` as ``[N, N]`` CSR; rows of isolated nodes are zero."""
+    ei = simple_undirected(edge_index, num_nodes, self_loops)
+    deg = _degree(ei[0], num_nodes)
+    inv = deg.reciprocal().nan_to_num(posinf=0.0)
+    return _csr(ei, inv[ei[0]], num_nodes)
+
+
+def sym_adjacency(edge_index: Tensor, num_nodes: int, self_loops: bool = True) -> Tensor:
+    r"""Symmetric :math:`D^{-1/2}AD^{-1/2}` as ``[N, N]`` CSR (PyG ``gcn_norm``)."""
+    ei = simple_undirected(edge_index, num_nodes, self_loops)
+    deg = _degree(ei[0], num_nodes)
+    inv_sqrt = deg.rsqrt().nan_to_num(posinf=0.0)
+    return _csr(ei, inv_sqrt[ei[0]] * inv_sqrt[ei[1]], num_nodes)
+
+
+def mean_adjacency(edge_index: Tensor, num_nodes: int) -> Tensor:
+    r"""GraphAny's mean operator :math:`P = D^{-1}A` without self-loops (isolated rows zero)."""
+    return rw_adjacency(edge_index, num_nodes, self_loops=False)
+
+
+def identity_minus(op: Tensor) -> Tensor:
+    r""":math:`I - P` for a square CSR operator :math:`P` (result is CSR)."""
+    n = op.size(0)
+    eye = torch.sparse_coo_tensor(torch.arange(n).repeat(2, 1), torch.ones(n), (n, n))
+    return (eye - op.to_sparse_coo()).coalesce().to_sparse_csr()
