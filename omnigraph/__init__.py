@@ -14,6 +14,8 @@ _LAZY = {
     "load_dataset": "omnigraph.datasets",
     "list_datasets": "omnigraph.datasets",
     "dataset_info": "omnigraph.datasets",
+    "suite": "omnigraph.datasets",
+    "available": "omnigraph.datasets",
     "InjectAnomalies": "omnigraph.datasets",
     "propagate": "omnigraph.ops",
     "save_pretrained": "omnigraph.hub",

@@ -34,7 +34,8 @@ def check_graph(data, require_x: bool = True) -> None:
             raise TypeError(f"data.x must be floating point, got {x.dtype}; use data.x = data.x.float()")
         if x.dim() != 2:
             raise ValueError(f"data.x must have shape [N, F], got {list(x.shape)}")
-        if not torch.isfinite(x).all():
+        # NaN/Inf propagate through min/max: two reductions instead of an [N, F] bool temporary
+        if x.numel() and not (torch.isfinite(x.min()) and torch.isfinite(x.max())):
             bad = (~torch.isfinite(x)).any(dim=1).nonzero().flatten()
             raise ValueError(f"data.x contains NaN or Inf in {bad.numel()} rows (first: node {int(bad[0])}); "
                              "impute or drop those values first")
@@ -49,3 +50,36 @@ def check_graph(data, require_x: bool = True) -> None:
             raise ValueError(f"edge_index contains the negative node id {lo}")
         if hi >= n:
             raise ValueError(f"edge_index refers to node {hi} but the graph has {n} nodes")
+
+
+def check_node_labels(data) -> tuple[Tensor, Tensor]:
+    """Validate ``y`` and the train/val masks for node classification; return ``(train, val)`` masks.
+
+    Unlabelled nodes may carry ``y = -1`` as long as they are in neither mask.
+    """
+    n = data.num_nodes
+    y = getattr(data, "y", None)
+    if y is None:
+        raise ValueError("data.y is missing; node classification needs labels for the training nodes")
+    if y.dim() != 1 or y.numel() != n:
+        raise ValueError(f"data.y must have shape [{n}], got {list(y.shape)}")
+    if y.is_floating_point():
+        raise TypeError(f"data.y must hold integer class ids, got {y.dtype}; use data.y = data.y.long()")
+    masks = []
+    for name in ("train_mask", "val_mask"):
+        m = getattr(data, name, None)
+        if m is None:
+            raise ValueError(f"data.{name} is missing; build a split first, e.g. "
+                             "omnigraph.load_dataset(name, split='random')")
+        if m.dtype != torch.bool:
+            raise TypeError(f"data.{name} must be a boolean mask, got {m.dtype}")
+        if m.dim() != 1 or m.numel() != n:
+            raise ValueError(f"data.{name} must have shape [{n}], got {list(m.shape)} (pick one split column)")
+        if not m.any():
+            raise ValueError(f"data.{name} selects no nodes")
+        if (y[m] < 0).any():
+            raise ValueError(f"data.{name} contains unlabelled nodes (y < 0)")
+        masks.append(m)
+    if (masks[0] & masks[1]).any():
+        raise ValueError("data.train_mask and data.val_mask overlap")
+    return masks[0], masks[1]

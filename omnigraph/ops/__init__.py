@@ -1,7 +1,20 @@
 """Sparse graph operators shared by every model (no model imports here)."""
-from omnigraph.ops.adjacency import (identity_minus, mean_adjacency, rw_adjacency, simple_undirected,
-                                     sym_adjacency)
+from omnigraph.ops.adjacency import (
+                                     identity_minus,
+                                     mean_adjacency,
+                                     rw_adjacency,
+                                     simple_undirected,
+                                     sym_adjacency,
+)
 from omnigraph.ops.propagate import available_backends, propagate, spmm
 
-__all__ = ["simple_undirected", "rw_adjacency", "sym_adjacency", "mean_adjacency", "identity_minus",
-           "propagate", "spmm", "available_backends"]
+__all__ = [
+                                     "available_backends",
+                                     "identity_minus",
+                                     "mean_adjacency",
+                                     "propagate",
+                                     "rw_adjacency",
+                                     "simple_undirected",
+                                     "spmm",
+                                     "sym_adjacency",
+]

@@ -15,6 +15,8 @@ cached operator (node-classification spec, pitfall 1).
 """
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor
 from torch_geometric.utils import add_self_loops, coalesce, remove_self_loops, to_undirected
@@ -38,8 +40,14 @@ def simple_undirected(edge_index: Tensor, num_nodes: int, self_loops: bool) -> T
     return coalesce(edge_index, num_nodes=num_nodes)
 
 
-def _csr(edge_index: Tensor, value: Tensor, num_nodes: int) -> Tensor:
-    return torch.sparse_coo_tensor(edge_index, value, (num_nodes, num_nodes)).coalesce().to_sparse_csr()
+def to_csr(edge_index: Tensor, value: Tensor, num_nodes: int) -> Tensor:
+    """CSR tensor from a coalesced (row-sorted, duplicate-free) ``edge_index`` and its values."""
+    crow = torch.zeros(num_nodes + 1, dtype=torch.long)
+    crow[1:] = torch.cumsum(torch.bincount(edge_index[0], minlength=num_nodes), 0)
+    with warnings.catch_warnings():  # torch flags sparse CSR as "beta" on every construction
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(crow, edge_index[1].contiguous(), value.contiguous(),
+                                       (num_nodes, num_nodes))
 
 
 def _degree(row: Tensor, num_nodes: int) -> Tensor:
@@ -51,7 +59,7 @@ def rw_adjacency(edge_index: Tensor, num_nodes: int, self_loops: bool = True) ->
     ei = simple_undirected(edge_index, num_nodes, self_loops)
     deg = _degree(ei[0], num_nodes)
     inv = deg.reciprocal().nan_to_num(posinf=0.0)
-    return _csr(ei, inv[ei[0]], num_nodes)
+    return to_csr(ei, inv[ei[0]], num_nodes)
 
 
 def sym_adjacency(edge_index: Tensor, num_nodes: int, self_loops: bool = True) -> Tensor:
@@ -59,7 +67,7 @@ def sym_adjacency(edge_index: Tensor, num_nodes: int, self_loops: bool = True) -
     ei = simple_undirected(edge_index, num_nodes, self_loops)
     deg = _degree(ei[0], num_nodes)
     inv_sqrt = deg.rsqrt().nan_to_num(posinf=0.0)
-    return _csr(ei, inv_sqrt[ei[0]] * inv_sqrt[ei[1]], num_nodes)
+    return to_csr(ei, inv_sqrt[ei[0]] * inv_sqrt[ei[1]], num_nodes)
 
 
 def mean_adjacency(edge_index: Tensor, num_nodes: int) -> Tensor:
@@ -71,4 +79,5 @@ def identity_minus(op: Tensor) -> Tensor:
     r""":math:`I - P` for a square CSR operator :math:`P` (result is CSR)."""
     n = op.size(0)
     eye = torch.sparse_coo_tensor(torch.arange(n).repeat(2, 1), torch.ones(n), (n, n))
-    return (eye - op.to_sparse_coo()).coalesce().to_sparse_csr()
+    diff = (eye - op.to_sparse_coo()).coalesce()
+    return to_csr(diff.indices(), diff.values(), n)

@@ -1,0 +1,176 @@
+"""Generalist graph anomaly detectors with a pygod-shaped API.
+
+pygod's detectors fit and score one graph; a generalist detector is fitted on labelled *source*
+graphs and then scores unseen *target* graphs given an optional labelled support set
+(anomaly-detection spec §10.2). :class:`GeneralistDetector` holds what every such detector shares:
+support handling, the regime, thresholding with ``contamination`` on the target's scores and
+pygod's ``predict`` return flags and order ``(pred, score, prob, conf)``.
+
+Subclasses implement :meth:`fit` and :meth:`_score`.
+"""
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from omnigraph.validation import check_graph
+
+REGIMES = ("zero-shot", "normal-k", "normal+anomaly-k")
+
+
+def as_index(support, num_nodes: int, name: str) -> Tensor:
+    """Accept an index tensor/list or a boolean mask; return sorted unique-checked LongTensor."""
+    if support is None:
+        return torch.empty(0, dtype=torch.long)
+    support = torch.as_tensor(support)
+    if support.dtype == torch.bool:
+        if support.numel() != num_nodes:
+            raise ValueError(f"{name} is a boolean mask of length {support.numel()} but the graph has "
+                             f"{num_nodes} nodes")
+        return support.nonzero().flatten()
+    if support.is_floating_point():
+        raise TypeError(f"{name} must hold integer node ids or be a boolean mask, got {support.dtype}")
+    support = support.flatten().long()
+    if support.numel() and (int(support.min()) < 0 or int(support.max()) >= num_nodes):
+        bad = int(support.min()) if int(support.min()) < 0 else int(support.max())
+        raise ValueError(f"{name} refers to node {bad} but the graph has {num_nodes} nodes")
+    if support.unique().numel() != support.numel():
+        raise ValueError(f"{name} contains duplicated node ids; pass each support node once")
+    return support
+
+
+def sample_support(y: Tensor, shots_normal: int, shots_anomaly: int, seed: int) -> tuple[Tensor, Tensor]:
+    """Draw ``shots_normal`` normal and ``shots_anomaly`` anomalous nodes from ``y`` (benchmark mode)."""
+    y = torch.as_tensor(y).flatten()
+    gen = torch.Generator().manual_seed(int(seed))
+    out = []
+    for label, k, what in ((0, shots_normal, "normal"), (1, shots_anomaly, "anomalous")):
+        pool = (y == label).nonzero().flatten()
+        if k and k >= pool.numel():
+            raise ValueError(f"asked for {k} {what} support nodes but the graph has only {pool.numel()} "
+                             f"{what} nodes; the support must leave {what} nodes to evaluate")
+        out.append(pool[torch.randperm(pool.numel(), generator=gen)[:k]].sort().values)
+    return out[0], out[1]
+
+
+class GeneralistDetector:
+    """Base class: ``fit`` on source graphs, ``decision_function``/``predict`` on a target.
+
+    Args:
+        contamination: expected anomaly fraction; ``threshold_`` is the ``(1 - contamination)``
+            quantile of the **target's** scores (pygod uses the training scores, which for a
+            generalist detector come from other graphs).
+        seed: seeds training and support sampling.
+    """
+
+    #: which support sets the method reads; subclasses override
+    uses_normal: ClassVar[bool] = True
+    uses_anomaly: ClassVar[bool] = False
+    #: anomalous support is used when given but not required (e.g. the training-free fingerprint baseline)
+    accepts_anomaly: ClassVar[bool] = False
+
+    def __init__(self, contamination: float = 0.1, seed: int = 0, verbose: int = 0):
+        if not 0.0 < contamination < 0.5:
+            raise ValueError(f"contamination must be in (0, 0.5), got {contamination}")
+        self.contamination = contamination
+        self.seed = seed
+        self.verbose = verbose
+
+    # -- subclass hooks ------------------------------------------------------------------
+    def fit(self, graphs, label=None):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _score(self, data, support_normal: Tensor, support_anomaly: Tensor) -> Tensor:  # pragma: no cover
+        raise NotImplementedError
+
+    # -- shared logic --------------------------------------------------------------------
+    def regime(self, support_normal: Tensor, support_anomaly: Tensor) -> str:
+        if support_anomaly.numel():
+            return "normal+anomaly-k"
+        return "normal-k" if support_normal.numel() else "zero-shot"
+
+    def resolve_support(self, data, support_normal=None, support_anomaly=None, shots_normal=None,
+                        shots_anomaly=None, seed=None) -> tuple[Tensor, Tensor]:
+        n = data.num_nodes
+        if shots_normal is not None or shots_anomaly is not None:
+            if support_normal is not None or support_anomaly is not None:
+                raise ValueError("pass either explicit support_* indices or shots_* counts, not both")
+            if getattr(data, "y", None) is None:
+                raise ValueError("shots_normal/shots_anomaly draw the support from data.y, but data.y is missing")
+            sn, sa = sample_support(data.y, shots_normal or 0, shots_anomaly or 0,
+                                    self.seed if seed is None else seed)
+        else:
+            sn = as_index(support_normal, n, "support_normal")
+            sa = as_index(support_anomaly, n, "support_anomaly")
+        if sn.numel() and sa.numel() and np.intersect1d(sn.numpy(), sa.numpy()).size:
+            both = np.intersect1d(sn.numpy(), sa.numpy())
+            raise ValueError(f"node {int(both[0])} is in both support_normal and support_anomaly")
+        if self.uses_normal and not sn.numel():
+            raise ValueError(f"{type(self).__name__} needs labelled normal support nodes "
+                             "(support_normal=... or shots_normal=k)")
+        if self.uses_anomaly and not sa.numel():
+            raise ValueError(f"{type(self).__name__} needs labelled anomalous support nodes "
+                             "(support_anomaly=... or shots_anomaly=k)")
+        if not (self.uses_anomaly or self.accepts_anomaly):
+            sa = sa[:0]
+        return sn, sa
+
+    def decision_function(self, data, support_normal=None, support_anomaly=None, **shots) -> Tensor:
+        """Anomaly scores ``[N]`` for every node of ``data``; higher means more anomalous."""
+        check_graph(data)
+        sn, sa = self.resolve_support(data, support_normal, support_anomaly, **shots)
+        score = self._score(data, sn, sa).detach().float().cpu()
+        if score.shape != (data.num_nodes,):
+            raise RuntimeError(f"{type(self).__name__} returned scores of shape {list(score.shape)}")
+        if not torch.isfinite(score).all():
+            raise FloatingPointError(f"{type(self).__name__} produced NaN/Inf scores; this is a bug or "
+                                     "degenerate input, not silently replaced")
+        self.support_normal_, self.support_anomaly_ = sn, sa
+        self.regime_ = self.regime(sn, sa)
+        self.decision_score_ = score
+        self.threshold_ = float(torch.quantile(score, 1.0 - self.contamination))
+        self.label_ = (score > self.threshold_).long()
+        return score
+
+    def predict(self, data, support_normal=None, support_anomaly=None, return_pred: bool = True,
+                return_score: bool = False, return_prob: bool = False, prob_method: str = "linear",
+                return_conf: bool = False, **shots):
+        """pygod's flags and order: returns the requested of ``(pred, score, prob, conf)``."""
+        score = self.decision_function(data, support_normal, support_anomaly, **shots)
+        out = []
+        if return_pred:
+            out.append(self.label_)
+        if return_score:
+            out.append(score)
+        if return_prob or return_conf:
+            prob = self._probability(score, prob_method)
+            if return_prob:
+                out.append(prob)
+            if return_conf:
+                out.append(self._confidence(prob))
+        if not out:
+            raise ValueError("predict() was asked to return nothing: set one of return_pred/score/prob/conf")
+        return out[0] if len(out) == 1 else tuple(out)
+
+    def _probability(self, score: Tensor, method: str) -> Tensor:
+        if method == "linear":
+            lo, hi = score.min(), score.max()
+            return ((score - lo) / (hi - lo).clamp_min(1e-12)).clamp(0, 1)
+        if method == "unify":
+            mu, sigma = score.mean(), score.std().clamp_min(1e-12)
+            return torch.erf((score - mu) / (sigma * math.sqrt(2))).clamp(0, 1)
+        raise ValueError(f"prob_method must be 'linear' or 'unify', got {method!r}")
+
+    def _confidence(self, prob: Tensor) -> Tensor:
+        """Perini et al.'s example-wise confidence: P(the prediction is stable) under a binomial model."""
+        from scipy.stats import binom
+
+        n = prob.numel()
+        k = int(n * self.contamination)
+        p_exceed = binom.cdf(n - k, n, prob.double().numpy())
+        conf = np.where(self.label_.numpy() == 1, 1.0 - p_exceed, p_exceed)
+        return torch.from_numpy(conf).float()

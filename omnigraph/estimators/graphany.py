@@ -1,0 +1,254 @@
+r"""GraphAny as a scikit-learn-style estimator (baseline for zero-shot node classification).
+
+Zhao et al., "Fully-inductive Node Classification on Arbitrary Graphs", ICLR 2025.
+
+Usage::
+
+    from omnigraph import GraphAny
+    clf = GraphAny.from_pretrained("path/to/checkpoint")      # or a reference .npz
+    clf.fit(data)                 # closed-form least squares on data.train_mask only
+    clf.predict(data)             # [N] class ids
+    clf.predict_proba(data)       # [N, C] softmax of the fused logits
+    clf.score(data)               # accuracy on data.test_mask (or mask=...)
+    clf.transform(data)           # [N, C] fused logits; output="attention" -> [N, 3] weights
+
+``fit`` takes no gradient step: it propagates the five channels of ``data`` and solves one
+least-squares problem per channel on the training nodes. Only ``data.y[data.train_mask]`` is
+read, so validation/test labels can be absent or garbage.
+"""
+from __future__ import annotations
+
+import os
+import weakref
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from omnigraph.models.graphany import GraphAnyModel
+from omnigraph.validation import check_graph
+
+TRANSFORM_OUTPUTS = ("logits", "attention", "channels", "distance")
+
+
+def _as_mask(mask, num_nodes: int, name: str) -> Tensor:
+    """Boolean ``[N]`` mask from a boolean mask or an index tensor/list."""
+    if mask is None:
+        raise ValueError(f"{name} is missing")
+    mask = torch.as_tensor(mask)
+    if mask.dtype == torch.bool:
+        if mask.dim() == 2 and mask.size(0) == num_nodes:
+            raise ValueError(f"{name} has shape {list(mask.shape)}: one column per split; pick one split, "
+                             f"e.g. {name}[:, 0]")
+        if mask.dim() != 1 or mask.numel() != num_nodes:
+            raise ValueError(f"{name} must be a boolean mask of shape [{num_nodes}], got {list(mask.shape)}")
+        return mask
+    if mask.is_floating_point():
+        raise TypeError(f"{name} must be a boolean mask or integer node ids, got {mask.dtype}")
+    mask = mask.flatten().long()
+    if mask.numel() and (int(mask.min()) < 0 or int(mask.max()) >= num_nodes):
+        raise ValueError(f"{name} refers to nodes outside 0..{num_nodes - 1}")
+    out = torch.zeros(num_nodes, dtype=torch.bool)
+    out[mask] = True
+    return out
+
+
+class GraphAny:
+    """Zero-shot node classifier: frozen GraphAny attention + per-graph least squares.
+
+    Args:
+        model: a :class:`~omnigraph.models.graphany.GraphAnyModel` (pretrained); a freshly
+            initialised one when ``None`` (only useful before :func:`pretrain_graphany`).
+        entropy: override the model's distance entropy (bits). GraphAny evaluates with the
+            run's entropy, not the checkpoint's; omnigraph stores it with the weights, so this
+            is only needed to reproduce unusual settings.
+        num_classes: number of classes C (None: largest training label + 1).
+        seed: kept for API symmetry with :class:`~omnigraph.estimators.rgvt.RGVT`; inference is
+            deterministic (closed-form least squares, eval-mode MLP), so nothing reads it.
+        chunk_size: feature columns per propagation chunk and nodes per entropy chunk
+            (memory bound; results do not depend on it).
+
+    Fitted attributes (after :meth:`fit`):
+        n_classes_: C, ``max(y[train]) + 1`` unless ``num_classes`` is given.
+        classes_: ``arange(C)``.
+        n_features_in_: feature dimension F of the fitted graph.
+        channel_weights_: list of ``[F, C]`` least-squares weights, one per channel.
+        train_index_: the reference (training) node ids.
+    """
+
+    def __init__(self, model: GraphAnyModel | None = None, *, entropy: float | None = None,
+                 num_classes: int | None = None, seed: int = 0, chunk_size: int | None = None):
+        if model is not None and not isinstance(model, GraphAnyModel):
+            raise TypeError(f"model must be a GraphAnyModel, got {type(model).__name__}")
+        if num_classes is not None and int(num_classes) < 1:
+            raise ValueError(f"num_classes must be >= 1, got {num_classes}")
+        self.model = (model if model is not None else GraphAnyModel()).eval()
+        if entropy is not None:
+            self.model.entropy = entropy
+        self.entropy, self.num_classes, self.seed, self.chunk_size = entropy, num_classes, int(seed), chunk_size
+        self.model.channels.chunk_size = chunk_size
+        self.model.distance.chunk_size = chunk_size
+        self._cache = None
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike = "graphany", **kwargs) -> GraphAny:
+        """Load a shipped name, a saved folder or ``.safetensors`` file, or a reference ``.npz``.
+
+        A ``.npz`` is read as the authors' released weights together with the ``.json`` next to
+        it (:meth:`GraphAnyModel.from_reference_npz`). ``kwargs`` go to ``__init__``
+        (``entropy``, ``num_classes``, ``seed``, ``chunk_size``).
+        """
+        if Path(name_or_path).suffix == ".npz":
+            model = GraphAnyModel.from_reference_npz(name_or_path)
+        else:
+            model = GraphAnyModel.from_pretrained(name_or_path)
+        return cls(model, **kwargs)
+
+    @classmethod
+    def from_reference_npz(cls, path: str | os.PathLike, **kwargs) -> GraphAny:
+        """The authors' released weights (``graphany/graph_any_*.npz`` + ``.json``), read in place."""
+        return cls(GraphAnyModel.from_reference_npz(path), **kwargs)
+
+    def get_params(self) -> dict:
+        return {"model": self.model, "entropy": self.entropy, "num_classes": self.num_classes, "seed": self.seed,
+                "chunk_size": self.chunk_size}
+
+    def save_pretrained(self, directory: str | os.PathLike, card: dict | None = None) -> Path:
+        """Save the attention weights and config (the per-graph least squares is not saved)."""
+        return self.model.save_pretrained(directory, card=card)
+
+    # -- fitting ---------------------------------------------------------------------------------
+    def fit(self, data, y=None) -> GraphAny:
+        """Solve the per-channel least squares on ``data.train_mask`` nodes.
+
+        Args:
+            data: PyG ``Data`` with ``x``, ``edge_index``, ``y`` and ``train_mask``.
+            y: must be None (scikit-learn signature); labels come from ``data.y``, read at the
+                training nodes only.
+        """
+        if y is not None:
+            raise TypeError("pass labels as data.y (fit(data) reads data.y at training nodes only)")
+        check_graph(data)
+        n = data.num_nodes
+        train = _as_mask(getattr(data, "train_mask", None), n, "data.train_mask")
+        train_index = train.nonzero().flatten()
+        if train_index.numel() == 0:
+            raise ValueError("data.train_mask selects no nodes; GraphAny needs labelled training nodes")
+        y = getattr(data, "y", None)
+        if y is None:
+            raise ValueError("data.y is missing; fit needs the labels of the training nodes")
+        if not isinstance(y, Tensor) or y.dim() != 1 or y.numel() != n:
+            raise ValueError(f"data.y must be a 1-D tensor of length {n} (single-label classes)")
+        if y.is_floating_point() and not torch.equal(y[train], y[train].round()):
+            raise TypeError("data.y must hold integer class ids on the training nodes")
+        # Only the training labels are ever read: everything else is -1 from here on.
+        y_train = y[train_index].long()
+        if int(y_train.min()) < 0:
+            raise ValueError("data.y has negative class ids on training nodes")
+        c = int(y_train.max()) + 1
+        if self.num_classes is not None:
+            if self.num_classes < c:
+                raise ValueError(f"num_classes={self.num_classes} but the training labels go up to {c - 1}")
+            c = int(self.num_classes)
+        y_ref = torch.full((n,), -1, dtype=torch.long)
+        y_ref[train_index] = y_train
+
+        features = self.model.channel_features(data.x.detach().cpu(), data.edge_index.cpu(), n)
+        self.channel_weights_ = self.model.solve(features, y_ref, train_index, c)
+        self.n_classes_ = c
+        self.classes_ = torch.arange(c)
+        self.n_features_in_ = int(data.x.size(1))
+        self.train_index_ = train_index
+        self._cache = None
+        self._cache = self._compute(data, features)
+        return self
+
+    # -- inference -------------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "channel_weights_"):
+            from sklearn.exceptions import NotFittedError  # lazy: importing sklearn costs ~1 s
+
+            raise NotFittedError("this GraphAny is not fitted yet; call fit(data) first")
+
+    @staticmethod
+    def _key(data):
+        return (weakref.ref(data.x), data.x._version, weakref.ref(data.edge_index), data.edge_index._version,
+                data.num_nodes)
+
+    def _same(self, key) -> bool:
+        if self._cache is None:
+            return False
+        old = self._cache["key"]
+        return (old[0]() is key[0]() and old[2]() is key[2]() and old[1] == key[1] and old[3] == key[3]
+                and old[4] == key[4])
+
+    @torch.no_grad()
+    def _compute(self, data, features=None) -> dict:
+        """Channel logits, distances, fused logits and attention for every node of ``data``."""
+        key = self._key(data)
+        if self._same(key):
+            return self._cache
+        check_graph(data)
+        if data.x.size(1) != self.n_features_in_:
+            raise ValueError(f"data.x has {data.x.size(1)} features but this GraphAny was fitted on "
+                             f"{self.n_features_in_}; call fit(data) on the new graph first")
+        if features is None:
+            features = self.model.channel_features(data.x.detach().cpu(), data.edge_index.cpu(), data.num_nodes)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            logits = self.model.channels.apply(features, self.channel_weights_)
+            dist = self.model.distance_features(logits)
+            fused, alpha = self.model.fuse(logits, dist)
+        finally:
+            self.model.train(was_training)
+        self._cache = {"key": key, "logits": logits, "distance": dist, "fused": fused.cpu(),
+                       "attention": alpha.cpu()}
+        return self._cache
+
+    def transform(self, data, output: str = "logits") -> Tensor:
+        """Per-node representations of ``data``.
+
+        Args:
+            output: ``"logits"`` fused logits ``[N, C]`` (default; unnormalised, the argmax is
+                the prediction); ``"attention"`` the channel weights :math:`\\alpha` ``[N, 3]``
+                over ``model.pred_channels``; ``"channels"`` the least-squares logits of every
+                channel ``[N, t, C]``; ``"distance"`` the entropy-normalised distance features
+                ``[N, t(t-1)]``.
+        """
+        if output not in TRANSFORM_OUTPUTS:
+            raise ValueError(f"output must be one of {TRANSFORM_OUTPUTS}, got {output!r}")
+        self._check_fitted()
+        out = self._compute(data)
+        return out[{"logits": "fused", "channels": "logits"}.get(output, output)].clone()
+
+    def decision_function(self, data) -> Tensor:
+        """Fused logits ``[N, C]`` (same as ``transform(data)``)."""
+        return self.transform(data, "logits")
+
+    def predict_proba(self, data) -> Tensor:
+        """Class probabilities ``[N, C]``: softmax of the fused logits."""
+        return torch.softmax(self.transform(data, "logits"), dim=-1)
+
+    def predict(self, data) -> Tensor:
+        """Predicted class ids ``[N]`` (argmax of the fused logits)."""
+        return self.transform(data, "logits").argmax(-1)
+
+    def score(self, data, mask=None) -> float:
+        """Accuracy on ``mask`` (boolean or node ids; default ``data.test_mask``)."""
+        self._check_fitted()
+        n = data.num_nodes
+        mask = _as_mask(mask if mask is not None else getattr(data, "test_mask", None), n,
+                        "mask" if mask is not None else "data.test_mask")
+        if int(mask.sum()) == 0:
+            raise ValueError("the evaluation mask selects no nodes")
+        if getattr(data, "y", None) is None:
+            raise ValueError("data.y is missing; score needs the labels of the evaluated nodes")
+        pred = self.predict(data)
+        return float((pred[mask] == data.y[mask].long().cpu()).float().mean())
+
+    def __repr__(self) -> str:
+        m = self.model
+        return (f"GraphAny(n_hidden={m.n_hidden}, n_mlp_layer={m.n_mlp_layer}, entropy={m.entropy:g}, "
+                f"attn_temp={m.attn_temp:g})")

@@ -1,0 +1,236 @@
+r"""Episodic pretraining of :class:`~omnigraph.models.arc.ARCModel` on labelled source graphs.
+
+Anomaly-detection spec §6.4: every epoch visits the source graphs in a fixed order and takes one
+Adam step per graph. One step (an *episode*) on a graph with anomalies :math:`\mathcal P`:
+
+- queries: all of :math:`\mathcal P` plus :math:`|\mathcal P|` random normals :math:`\mathcal N`;
+- context: ``num_context`` random normals outside :math:`\mathcal N`;
+- loss: :func:`~omnigraph.models.arc.arc_loss` of the queries reconstructed from the context.
+
+The MLP is node-wise, so only the episode's rows of the precomputed propagated features are
+encoded: the gradient equals that of ARC's full-graph forward pass, at a fraction of the cost.
+Each episode is drawn from its own generator seeded by ``(seed, epoch, graph)``, so a run is a
+deterministic function of the seed, also when DDP splits the graphs across ranks.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader
+
+from omnigraph.models.arc import ARCModel, arc_features
+from omnigraph.models.arc_align import graph_flag
+from omnigraph.validation import check_graph
+
+
+def episode_generator(seed: int, epoch: int, graph: int) -> torch.Generator:
+    """Independent generator per ``(seed, epoch, graph)``."""
+    state = np.random.SeedSequence([int(seed), int(epoch), int(graph)]).generate_state(2, dtype=np.uint32)
+    return torch.Generator().manual_seed(int(state[0]) << 31 | int(state[1]) >> 1)
+
+
+def sample_episode(y: Tensor, num_context: int, generator: torch.Generator,
+                   max_queries: int | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """ARC's training episode: ``(anomalies, normal queries, context)`` node ids of one graph.
+
+    All anomalies are queries; as many normals are drawn without replacement; the context is
+    ``num_context`` further normals, disjoint from the normal queries. ``max_queries`` (not in
+    ARC, which uses ``None``) keeps a random subset of at most that many anomalies, to bound the
+    cost of an episode on graphs with thousands of anomalies.
+    """
+    y = y.flatten()
+    anomalies = (y == 1).nonzero().flatten()
+    normals = (y == 0).nonzero().flatten()
+    if max_queries is not None and anomalies.numel() > max_queries:
+        keep = torch.randperm(anomalies.numel(), generator=generator)[:max_queries]
+        anomalies = anomalies[keep.sort().values]
+    if anomalies.numel() == 0:
+        raise ValueError("a source graph has no anomalies (y == 1); ARC's episodes need labelled anomalies")
+    if normals.numel() < anomalies.numel() + num_context:
+        raise ValueError(f"a source graph has {normals.numel()} normal nodes, fewer than its {anomalies.numel()} "
+                         f"anomalies + {num_context} context nodes that an ARC episode draws")
+    perm = normals[torch.randperm(normals.numel(), generator=generator)]
+    return anomalies, perm[:anomalies.numel()], perm[anomalies.numel():anomalies.numel() + num_context]
+
+
+class ARCPretrainModule(L.LightningModule):
+    """Lightning wrapper: one training step = one episode on one source graph.
+
+    Args:
+        model: the :class:`ARCModel` to train.
+        features: per source graph, its ``[L+1, N, d]`` propagated aligned features.
+        labels: per source graph, its ``[N]`` binary labels.
+        lr, weight_decay: Adam's (ARC: 1e-5, 5e-5).
+        num_context: context size per episode (ARC: 10).
+        seed: seeds the episodes.
+    """
+
+    def __init__(self, model: ARCModel, features: Sequence[Tensor], labels: Sequence[Tensor], lr: float = 1e-5,
+                 weight_decay: float = 5e-5, num_context: int = 10, seed: int = 0, max_queries: int | None = None):
+        super().__init__()
+        self.model = model
+        self.features = list(features)
+        self.labels = [torch.as_tensor(y).flatten().long() for y in labels]
+        self.lr, self.weight_decay, self.num_context, self.seed = lr, weight_decay, num_context, seed
+        self.max_queries = max_queries
+
+    def train_dataloader(self) -> DataLoader:
+        # the "dataset" is the list of graph ids, visited in a fixed order every epoch
+        return DataLoader(torch.arange(len(self.features)), batch_size=1, shuffle=False)
+
+    def training_step(self, batch: Tensor, batch_idx: int) -> Tensor:
+        g = int(batch.item())
+        gen = episode_generator(self.seed, self.current_epoch, g)
+        anomalies, normals, context = sample_episode(self.labels[g], self.num_context, gen, self.max_queries)
+        rows = torch.cat([normals, anomalies, context])
+        xs = self.features[g][:, rows].to(self.device)
+        h = self.model.encode(xs)
+        n_n, n_a = normals.numel(), anomalies.numel()
+        loss = self.model.loss(h[:n_n], h[n_n:n_n + n_a], h[n_n + n_a:])
+        self.log("train_loss", loss, prog_bar=True, on_step=True, on_epoch=True, batch_size=1)
+        self.log(f"loss_graph{g}", loss, on_step=False, on_epoch=True, batch_size=1)
+        return loss
+
+    def configure_optimizers(self):
+        params = list(self.model.parameters())
+        try:  # the fused kernel is ~5x faster on CPU for ARC's 10.6 M parameters (torch >= 2.4)
+            return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay, fused=True)
+        except (RuntimeError, TypeError):
+            return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
+
+
+@dataclass
+class ARCSources:
+    """Source graphs prepared for pretraining: per graph ``[L+1, N, d]`` features and ``[N]`` labels."""
+
+    features: list[Tensor]
+    labels: list[Tensor]
+
+    @property
+    def d(self) -> int:
+        return self.features[0].size(-1)
+
+    @property
+    def num_hops(self) -> int:
+        return self.features[0].size(0) - 1
+
+
+def prepare_sources(graphs, d: int = 64, num_hops: int = 2, row_normalize: bool | None = None,
+                    self_loops: bool | None = None, label: Sequence | None = None) -> ARCSources:
+    """Align and propagate every source graph once (label-free), and check its binary labels."""
+    from torch_geometric.data import Data
+
+    if isinstance(graphs, Data):
+        graphs = [graphs]
+    graphs = list(graphs)
+    if not graphs:
+        raise ValueError("pretrain_arc needs at least one labelled source graph")
+    if label is not None and len(label) != len(graphs):
+        raise ValueError(f"label has {len(label)} entries but {len(graphs)} graphs were given")
+    feats, labels = [], []
+    for i, data in enumerate(graphs):
+        check_graph(data)
+        y = label[i] if label is not None else getattr(data, "y", None)
+        if y is None:
+            raise ValueError(f"source graph {i} has no labels: set data.y (1 = anomaly) or pass label=[...]")
+        y = torch.as_tensor(y).flatten()
+        if y.numel() != data.num_nodes:
+            raise ValueError(f"labels of source graph {i} have {y.numel()} entries but it has {data.num_nodes} nodes")
+        if not ((y == 0) | (y == 1)).all():
+            raise ValueError(f"labels of source graph {i} must be binary (0 = normal, 1 = anomaly); for pygod's "
+                             "bit-coded labels pass y > 0")
+        feats.append(arc_features(data.x, data.edge_index, d=d, num_hops=num_hops,
+                                  row_normalize=graph_flag(data, "row_normalize", row_normalize, False),
+                                  self_loops=graph_flag(data, "self_loops", self_loops, True)))
+        labels.append(y.long())
+    return ARCSources(feats, labels)
+
+
+def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | list = 1, strategy: str = "auto",
+                 accelerator: str = "cpu", out_dir: str | os.PathLike | None = None, lr: float = 1e-5,
+                 weight_decay: float = 5e-5, num_context: int = 10, d: int = 64, hidden_channels: int = 1024,
+                 num_layers: int = 3, num_hops: int = 2, act: str = "elu", dropout: float = 0.0,
+                 row_normalize: bool | None = None, self_loops: bool | None = None, label: Sequence | None = None,
+                 model: ARCModel | None = None, max_queries: int | None = None,
+                 progress_bar: bool = True) -> ARCModel:
+    """Pretrain ARC on labelled source graphs (spec §6.4); defaults are ``params/ARC_10.json``.
+
+    Args:
+        graphs: a ``Data`` or a list of them with raw ``x``, ``edge_index`` and binary ``y``, or
+            an :class:`ARCSources` from :func:`prepare_sources`. Per-graph ``data.row_normalize``
+            / ``data.self_loops`` flags are honoured unless the arguments of the same name
+            override them for every graph.
+        epochs: passes over the source list (one episode per graph per epoch).
+        seed: seeds the initialisation and every episode; same seed, same model on CPU.
+        devices, strategy, accelerator: passed to ``lightning.Trainer``.
+        out_dir: if given, CSV logs (``out_dir/logs``), Lightning checkpoints
+            (``out_dir/checkpoints``) and the final model (``out_dir/model``, safetensors) go there.
+        model: continue from this model instead of a fresh one (its architecture wins).
+        label: optional per-graph label overrides.
+        max_queries: at most this many anomalous queries per episode (``None``: all, as ARC).
+
+    Returns:
+        the trained :class:`ARCModel` on CPU, in eval mode.
+    """
+    if int(epochs) != epochs or epochs < 1:
+        raise ValueError(f"epochs must be a positive integer, got {epochs}")
+    if num_context < 1:
+        raise ValueError(f"num_context must be >= 1, got {num_context}")
+    if max_queries is not None and max_queries < 1:
+        raise ValueError(f"max_queries must be None or >= 1, got {max_queries}")
+    if model is None:
+        with torch.random.fork_rng(devices=[]):  # seed the init without touching the caller's RNG
+            torch.manual_seed(seed)
+            model = ARCModel(in_channels=d, hidden_channels=hidden_channels, num_layers=num_layers,
+                             num_hops=num_hops, act=act, dropout=dropout)
+    if isinstance(graphs, ARCSources):
+        sources = graphs
+        if (sources.d, sources.num_hops) != (model.in_channels, model.num_hops):
+            raise ValueError(f"prepared sources have d={sources.d}, num_hops={sources.num_hops} but the model "
+                             f"expects d={model.in_channels}, num_hops={model.num_hops}")
+    else:
+        sources = prepare_sources(graphs, d=model.in_channels, num_hops=model.num_hops,
+                                  row_normalize=row_normalize, self_loops=self_loops, label=label)
+    module = ARCPretrainModule(model, sources.features, sources.labels, lr=lr, weight_decay=weight_decay,
+                               num_context=num_context, seed=seed, max_queries=max_queries)
+    callbacks, logger = [], False
+    if out_dir is not None:
+        from lightning.pytorch.callbacks import ModelCheckpoint
+        from lightning.pytorch.loggers import CSVLogger
+
+        out_dir = Path(out_dir)
+        logger = CSVLogger(str(out_dir), name="logs")
+        callbacks.append(ModelCheckpoint(dirpath=str(out_dir / "checkpoints"), save_last=True,
+                                         monitor="train_loss_epoch", mode="min"))
+    pl_logger = logging.getLogger("lightning.pytorch")
+    level = pl_logger.level
+    if not progress_bar:  # quiet mode also drops Lightning's banner ("GPU available: ...")
+        pl_logger.setLevel(logging.WARNING)
+    try:
+        trainer = L.Trainer(max_epochs=int(epochs), accelerator=accelerator, devices=devices, strategy=strategy,
+                            logger=logger, callbacks=callbacks, enable_checkpointing=out_dir is not None,
+                            enable_progress_bar=progress_bar, enable_model_summary=False,
+                            log_every_n_steps=1, num_sanity_val_steps=0)
+        with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
+            # one graph per step by design: the data loader has nothing for workers to do
+            warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+            warnings.filterwarnings("ignore", message=".*number of training batches.*")
+            trainer.fit(module)
+    finally:
+        pl_logger.setLevel(level)
+    model = module.model.cpu().eval()
+    if out_dir is not None and trainer.is_global_zero:
+        model.save_pretrained(out_dir / "model", card={
+            "method": "ARC (Liu et al., NeurIPS 2024)", "epochs": int(epochs), "seed": seed, "lr": lr,
+            "weight_decay": weight_decay, "num_context": num_context, "max_queries": max_queries,
+            "num_sources": len(sources.features)})
+    return model

@@ -1,0 +1,91 @@
+"""Checkpoint round trip, hash verification and pickle refusal."""
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from omnigraph import hub
+
+
+@hub.register_model
+class _Toy(hub.PretrainedMixin, nn.Module):
+    model_type = "toy-test"
+
+    def __init__(self, width: int = 4):
+        super().__init__()
+        self.width = width
+        self.lin = nn.Linear(width, 2)
+
+    def get_config(self):
+        return {"width": self.width}
+
+
+def test_round_trip(tmp_path):
+    torch.manual_seed(0)
+    model = _Toy(width=6)
+    model.save_pretrained(tmp_path / "ck", card={"training_data": "none", "seed": 0})
+    assert {p.name for p in (tmp_path / "ck").iterdir()} == {"model.safetensors", "config.json", "README.md"}
+    back = _Toy.from_pretrained(tmp_path / "ck")
+    assert back.width == 6
+    for (k, a), (_, b) in zip(model.state_dict().items(), back.state_dict().items()):
+        assert torch.equal(a, b), k
+    assert back.card_["seed"] == 0
+
+
+def test_publish_registry_and_hash_mismatch(tmp_path, monkeypatch):
+    model = _Toy()
+    hub.publish(model, "toy", {"seed": 1}, directory=tmp_path)
+    monkeypatch.setattr(hub, "pretrained_dir", lambda: tmp_path)
+    registry = json.loads((tmp_path / "registry.json").read_text())
+    assert registry["toy"]["sha256"] == hub.sha256_file(tmp_path / "toy.safetensors")
+    assert isinstance(_Toy.from_pretrained("toy"), _Toy)
+    data = bytearray((tmp_path / "toy.safetensors").read_bytes())
+    data[-1] ^= 0xFF
+    (tmp_path / "toy.safetensors").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="sha256"):
+        _Toy.from_pretrained("toy")
+
+
+def test_unknown_name_lists_shipped(tmp_path, monkeypatch):
+    (tmp_path / "registry.json").write_text('{"a": {"file": "a.safetensors", "sha256": "0"}}')
+    monkeypatch.setattr(hub, "pretrained_dir", lambda: tmp_path)
+    with pytest.raises(FileNotFoundError, match="shipped: a"):
+        _Toy.from_pretrained("does-not-exist")
+
+
+def test_pickle_is_refused(tmp_path):
+    path = tmp_path / "model.pt"
+    torch.save(_Toy().state_dict(), path)
+    with pytest.raises(ValueError, match="pickle"):
+        hub.read_checkpoint(path)
+    # a pickle hiding behind the safetensors name is refused too
+    disguised = tmp_path / "d" / "model.safetensors"
+    disguised.parent.mkdir()
+    disguised.write_bytes(path.read_bytes())
+    (tmp_path / "d" / "config.json").write_text('{"model_type": "toy-test", "config": {}}')
+    with pytest.raises(ValueError, match="pickle"):
+        _Toy.from_pretrained(tmp_path / "d")
+
+
+def test_config_tensor_mismatch_and_truncation(tmp_path):
+    _Toy(width=4).save_pretrained(tmp_path / "ck")
+    meta = json.loads((tmp_path / "ck" / "config.json").read_text())
+    meta["config"]["width"] = 5
+    (tmp_path / "ck" / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="does not match its tensors"):
+        _Toy.from_pretrained(tmp_path / "ck")
+    _Toy(width=4).save_pretrained(tmp_path / "ck2")
+    w = tmp_path / "ck2" / "model.safetensors"
+    w.write_bytes(w.read_bytes()[:40])
+    with pytest.raises(ValueError, match="safetensors"):
+        _Toy.from_pretrained(tmp_path / "ck2")
+
+
+def test_wrong_model_type(tmp_path):
+    _Toy().save_pretrained(tmp_path / "ck")
+    meta = json.loads((tmp_path / "ck" / "config.json").read_text())
+    meta["model_type"] = "other"
+    (tmp_path / "ck" / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="'other'"):
+        _Toy.from_pretrained(tmp_path / "ck")
