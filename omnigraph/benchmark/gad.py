@@ -431,7 +431,8 @@ def plot(result: dict, path: Path) -> Path:
     fig, axes = plt.subplots(len(regimes), 1, figsize=(max(8, 1.6 * len(meta["targets"]) + 5), 3.6 * len(regimes)),
                              squeeze=False)
     for ax, regime in zip(axes[:, 0], regimes):
-        series = [(m, "ours", None) for m in meta["models"]]
+        ran = {r["model"] for r in rows if r["regime"] == regime and r.get("status") == "ok"}
+        series = [(m, "ours", None) for m in meta["models"] if m in ran]  # n/a models take no slot
         if regime == "normal-10":
             series += [(m, "published", None) for m in PUBLISHED]
         width = 0.8 / max(len(series), 1)
@@ -448,7 +449,10 @@ def plot(result: dict, path: Path) -> Path:
                     vals.append(PUBLISHED[m]["auroc"].get(t, np.nan))
                     errs.append(0)
             label = m if kind == "ours" else f"{m} (published, ARC setting)"
+            # one colour per model across panels; published series after ours
+            slot = meta["models"].index(m) if kind == "ours" else len(meta["models"]) + list(PUBLISHED).index(m)
             ax.bar(xs + (i - (len(series) - 1) / 2) * width, vals, width, yerr=errs, label=label,
+                   color=plt.get_cmap("tab20" if slot >= 10 else "tab10")(slot % 10 if slot < 10 else slot),
                    hatch="//" if kind == "published" else None, alpha=0.6 if kind == "published" else 1.0,
                    capsize=2)
         ax.set_xticks(xs, [t.replace("gad/", "") for t in meta["targets"]], rotation=20)
