@@ -19,7 +19,6 @@ target's scores.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -75,24 +74,7 @@ class ARC(GeneralistDetector):
         model = ARCModel.from_pretrained(name_or_path)
         arch = {"d": model.in_channels, "hidden_channels": model.hidden_channels, "num_layers": model.num_layers,
                 "num_hops": model.num_hops, "act": model.act_name, "dropout": model.dropout}
-        clash = {k for k in arch if k in kwargs and kwargs[k] != arch[k]}
-        if clash:
-            raise ValueError(f"{sorted(clash)} differ from the checkpoint's architecture {arch}; drop them")
-        est = cls(**{**arch, **kwargs})
-        est.model_ = model.eval()
-        est.card_ = getattr(model, "card_", {})
-        return est
-
-    def save_pretrained(self, directory: str | os.PathLike, card: dict[str, Any] | None = None):
-        return self._fitted_model().save_pretrained(directory, card=card)
-
-    def _fitted_model(self) -> ARCModel:
-        if self.model_ is None:
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("this ARC detector is not fitted: call fit([source graphs]) or "
-                                 "ARC.from_pretrained(path) first")
-        return self.model_
+        return cls._wrap_pretrained(model, arch, kwargs)
 
     # -- fit / score ---------------------------------------------------------------------
     def fit(self, graphs, label=None) -> ARC:

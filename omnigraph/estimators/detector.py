@@ -87,6 +87,30 @@ class GeneralistDetector:
     def _score(self, data, support_normal: Tensor, support_anomaly: Tensor) -> Tensor:  # pragma: no cover
         raise NotImplementedError
 
+    # -- checkpoints -----------------------------------------------------------------------
+    @classmethod
+    def _wrap_pretrained(cls, model, arch: dict, kwargs: dict):
+        """A detector around a loaded ``model`` whose architecture settings ``arch`` win over ``kwargs``."""
+        clash = sorted(k for k in arch if k in kwargs and kwargs[k] != arch[k])
+        if clash:
+            raise ValueError(f"{clash} differ from the checkpoint's architecture settings {arch}; drop them")
+        est = cls(**{**arch, **kwargs})
+        est.model_ = model.eval()
+        est.card_ = getattr(model, "card_", {})
+        return est
+
+    def save_pretrained(self, directory, card: dict | None = None):
+        return self._fitted_model().save_pretrained(directory, card=card)
+
+    def _fitted_model(self):
+        if getattr(self, "model_", None) is None:
+            from sklearn.exceptions import NotFittedError
+
+            name = type(self).__name__
+            raise NotFittedError(f"this {name} detector is not fitted: call fit([source graphs]) or "
+                                 f"{name}.from_pretrained(...) first")
+        return self.model_
+
     # -- shared logic --------------------------------------------------------------------
     def regime(self, support_normal: Tensor, support_anomaly: Tensor) -> str:
         if support_anomaly.numel():

@@ -22,7 +22,6 @@ per-chunk pool). ``threshold_`` is the ``(1 - contamination)`` quantile of the t
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -92,24 +91,7 @@ class REFIGAD(GeneralistDetector):
         arch = {k: cfg[k] for k in _ARCH}
         arch.update(sim_scale=model.fingerprint.get("sim_scale", "edges"),
                     ties=model.fingerprint.get("ties", "ordinal"))
-        clash = sorted(k for k in arch if k in kwargs and kwargs[k] != arch[k])
-        if clash:
-            raise ValueError(f"{clash} differ from the checkpoint's settings {arch}; drop them")
-        est = cls(**{**arch, **kwargs})
-        est.model_ = model.eval()
-        est.card_ = getattr(model, "card_", {})
-        return est
-
-    def save_pretrained(self, directory: str | os.PathLike, card: dict[str, Any] | None = None):
-        return self._fitted_model().save_pretrained(directory, card=card)
-
-    def _fitted_model(self) -> REFIGADNet:
-        if self.model_ is None:
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("this REFIGAD detector is not fitted: call fit([source graphs]) or "
-                                 "REFIGAD.from_pretrained('refi-gad') first")
-        return self.model_
+        return cls._wrap_pretrained(model, arch, kwargs)
 
     # -- fit / score ---------------------------------------------------------------------
     def fit(self, graphs, label=None) -> REFIGAD:
