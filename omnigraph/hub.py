@@ -12,11 +12,13 @@ Shipped checkpoints live in the repository's ``pretrained/`` folder (installed a
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -52,36 +54,52 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, then rename: never a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _atomic_save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str]) -> None:
+@contextlib.contextmanager
+def _staged(path: Path) -> Iterator[str]:
+    """A temporary file next to ``path``, renamed onto it when the block succeeds and deleted when
+    it fails: a checkpoint file is never half-written. Gets normal permissions (mkstemp's are 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, tmp, metadata=metadata)
+        yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temporary file in the same folder, then rename: never a half-written file."""
+    with _staged(path) as tmp, open(tmp, "wb") as f:
+        f.write(data)
+
+
+def _atomic_save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str]) -> None:
+    with _staged(path) as tmp:
+        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, tmp, metadata=metadata)
+
+
+def _is_safetensors(path: Path) -> bool:
+    """The safetensors layout: an 8-byte little-endian header size, then a JSON object header."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(9)
+    if len(head) < 9:
+        return False
+    n = int.from_bytes(head[:8], "little")
+    return 2 <= n <= size - 8 and head[8:9] == b"{"
+
+
 def refuse_pickle(path: Path) -> None:
-    """Raise if ``path`` looks like a pickle / torch zip checkpoint."""
+    """Raise if ``path`` looks like a pickle / torch zip checkpoint (``.pt``, ``.ckpt``, ... or pickle bytes)."""
     with open(path, "rb") as f:
         head = f.read(2)
-    if path.suffix in _PICKLE_SUFFIXES or head in (b"PK",) or head[:1] == b"\x80":
+    pickled = head[:1] == b"\x80" or head == b"PK"  # pickle protocol 2+ / torch.save's zip archive
+    if path.suffix in _PICKLE_SUFFIXES or (pickled and not _is_safetensors(path)):
         raise ValueError(
             f"{path} is a pickle-based checkpoint; omnigraph refuses to unpickle files because that can run "
             "arbitrary code. Convert it to safetensors (safetensors.torch.save_file(state_dict, 'model.safetensors')) "
@@ -121,8 +139,9 @@ def read_checkpoint(name_or_path: str | os.PathLike) -> tuple[dict[str, Any], di
         config = json.loads(cfg_path.read_text())
     except json.JSONDecodeError as err:
         raise ValueError(f"{cfg_path} is not valid JSON: {err}") from err
-    if "model_type" not in config or "config" not in config:
-        raise ValueError(f"{cfg_path} lacks 'model_type'/'config' keys; not an omnigraph checkpoint")
+    if not isinstance(config, dict) or "model_type" not in config or not isinstance(config.get("config"), dict):
+        raise ValueError(f"{cfg_path} lacks 'model_type'/'config' keys (config must be a JSON object); not an "
+                         "omnigraph checkpoint")
     return config, tensors
 
 
@@ -161,7 +180,10 @@ class PretrainedMixin:
         meta, tensors = read_checkpoint(name_or_path)
         if meta["model_type"] != cls.model_type:
             raise ValueError(f"{name_or_path} holds a {meta['model_type']!r} checkpoint, not {cls.model_type!r}")
-        obj = cls(**{**meta["config"], **overrides})
+        try:
+            obj = cls(**{**meta["config"], **overrides})
+        except TypeError as err:  # unknown or missing keys in config.json
+            raise ValueError(f"the config of {name_or_path} does not fit {cls.__name__}: {err}") from err
         try:
             obj.load_state_dict(tensors, strict=True)
         except RuntimeError as err:

@@ -1,85 +1,423 @@
-"""Input validation shared by every public entry point.
+"""Input validation shared by every public entry point, and the memory guard.
 
 Each check raises ``ValueError``/``TypeError`` naming the offending field and the fix, so
 that bad input never surfaces as a crash deep inside torch or as a silently wrong answer.
+``docs/validation.md`` lists every rule.
+
+Well-defined behaviour instead of errors: graphs without edges (isolated nodes), self-loops and
+duplicate edges (each method normalises the adjacency itself), directed edges (symmetrised),
+``y = -1`` on unlabelled nodes outside the masks, and classes that occur on evaluation nodes but
+not on training nodes (a ``UserWarning``: those nodes can never be predicted correctly).
+
+Memory guard: :func:`check_memory` compares an estimated allocation with a limit taken from
+:func:`set_max_bytes`, else the ``OMNIGRAPH_MAX_BYTES`` environment variable (bytes, or with a
+``K``/``M``/``G``/``T`` suffix), else the machine's physical memory.
 """
 from __future__ import annotations
+
+import contextlib
+import numbers
+import os
+import re
+import warnings
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
 
+ENV_MAX_BYTES = "OMNIGRAPH_MAX_BYTES"
+_UNSET = object()
+_max_bytes: object = _UNSET  # set_max_bytes(); _UNSET: environment variable, then physical memory
 
+
+# --------------------------------------------------------------------------------------- memory guard
+class MemoryLimitError(MemoryError, ValueError):
+    """An allocation estimate exceeds the configured limit (a ``MemoryError`` and a ``ValueError``)."""
+
+
+def parse_bytes(value: float | str) -> int:
+    """``1073741824``, ``"1e9"``, ``"512M"``, ``"8G"``, ``"8GiB"`` -> bytes (binary multiples)."""
+    if isinstance(value, bool):
+        raise TypeError(f"a byte count must be a number or a string like '8G', got {value!r}")
+    if isinstance(value, (int, float)):
+        out = int(value)
+    else:
+        match = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMGT]?)(?:i?B)?\s*", str(value), flags=re.IGNORECASE)
+        if match is None:
+            raise ValueError(f"cannot read {value!r} as a byte count; use e.g. 17179869184, '16G' or '512M'")
+        try:
+            number = float(match.group(1))
+        except ValueError:
+            raise ValueError(f"cannot read {value!r} as a byte count; use e.g. '16G'") from None
+        out = int(number * 1024 ** " KMGT".index(match.group(2).upper() or " "))
+    if out <= 0:
+        raise ValueError(f"a memory limit must be positive, got {value!r}")
+    return out
+
+
+def _physical_memory() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
+        return None
+
+
+def get_max_bytes() -> int | None:
+    """The current limit in bytes (``None``: unlimited)."""
+    if _max_bytes is not _UNSET:
+        return _max_bytes  # type: ignore[return-value]
+    raw = os.environ.get(ENV_MAX_BYTES, "").strip()
+    if raw:
+        try:
+            return parse_bytes(raw)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{ENV_MAX_BYTES}={raw!r} is not a byte count: {err}") from None
+    return _physical_memory()
+
+
+def set_max_bytes(limit: int | str | None | object = _UNSET) -> int | None:
+    """Set the limit of :func:`check_memory` for this process; return the previous effective limit.
+
+    ``limit``: bytes (int or ``"16G"``), ``None`` for no limit; called without an argument it
+    goes back to ``OMNIGRAPH_MAX_BYTES`` / physical memory.
+    """
+    global _max_bytes
+    try:
+        previous = get_max_bytes()
+    except ValueError:  # a malformed environment variable is being overridden
+        previous = None
+    _max_bytes = limit if limit is _UNSET or limit is None else parse_bytes(limit)  # type: ignore[arg-type]
+    return previous
+
+
+@contextlib.contextmanager
+def max_bytes(limit: int | str | None) -> Iterator[None]:
+    """Temporarily set the memory limit: ``with max_bytes("1G"): ...``."""
+    global _max_bytes
+    saved = _max_bytes
+    set_max_bytes(limit)
+    try:
+        yield
+    finally:
+        _max_bytes = saved
+
+
+def _fmt(n: int) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def check_memory(nbytes: int, what: str, hint: str | None = None) -> None:
+    """Raise :class:`MemoryLimitError` before allocating ``nbytes`` for ``what`` when over the limit.
+
+    Args:
+        nbytes: estimated size of the allocation.
+        what: what would be allocated (``"RGVT views [5, N, c]"``), shown in the message.
+        hint: how to stay below the limit (default: process the input in chunks).
+    """
+    limit = get_max_bytes()
+    if limit is not None and int(nbytes) > limit:
+        raise MemoryLimitError(
+            f"{what} needs about {_fmt(int(nbytes))}, more than the memory limit of {_fmt(limit)}; "
+            f"{hint or 'process the input in smaller chunks'} (or raise the limit with {ENV_MAX_BYTES}=... or "
+            "omnigraph.validation.set_max_bytes(...))")
+
+
+# ---------------------------------------------------------------------------------------------- graph
 def check_graph(data, require_x: bool = True) -> None:
-    """Validate the structural fields of a PyG ``Data``: ``x``, ``edge_index``, ``num_nodes``."""
-    if getattr(data, "edge_index", None) is None:
+    """Validate the structural fields of a PyG ``Data``: ``x``, ``edge_index``, ``num_nodes``.
+
+    Accepted as is (each method normalises them): no edges, self-loops, duplicate and directed
+    edges, any integer dtype of ``edge_index``, float16/32/64 ``x``.
+    """
+    if data is None or isinstance(data, Tensor) or not hasattr(data, "num_nodes"):
+        raise TypeError(f"data must be a torch_geometric.data.Data with x and edge_index, got {type(data).__name__}"
+                        "; wrap tensors as Data(x=x, edge_index=edge_index)")
+    ei = getattr(data, "edge_index", None)
+    if ei is None:
         raise ValueError("data.edge_index is missing; pass an empty LongTensor of shape [2, 0] for a graph "
                          "without edges")
-    ei = data.edge_index
     if not isinstance(ei, Tensor):
-        raise TypeError(f"data.edge_index must be a torch.Tensor, got {type(ei).__name__}")
-    if ei.is_floating_point() or ei.dtype == torch.bool:
-        raise TypeError(f"data.edge_index must be an integer tensor, got {ei.dtype}; use edge_index.long()")
+        raise TypeError(f"data.edge_index must be a torch.Tensor, got {type(ei).__name__}; use "
+                        "torch.as_tensor(edge_index, dtype=torch.long)")
+    if ei.layout != torch.strided:
+        raise TypeError("data.edge_index is a sparse tensor; pass the [2, E] index list (adj.coalesce().indices())")
+    if ei.is_floating_point() or ei.is_complex() or ei.dtype == torch.bool:
+        raise TypeError(f"data.edge_index must be an integer tensor, got {ei.dtype}; use data.edge_index.long() "
+                        "(after checking that the values are whole numbers)")
     if ei.dim() != 2 or ei.size(0) != 2:
-        raise ValueError(f"data.edge_index must have shape [2, E], got {list(ei.shape)}")
+        hint = " (it looks like [E, 2]: use edge_index.t())" if ei.dim() == 2 and ei.size(1) == 2 else ""
+        raise ValueError(f"data.edge_index must have shape [2, E], got {list(ei.shape)}{hint}")
     x = getattr(data, "x", None)
     if require_x:
         if x is None:
             raise ValueError("data.x is missing; node features are required (use torch.ones(N, 1) if the graph "
                              "has none)")
         if not isinstance(x, Tensor):
-            raise TypeError(f"data.x must be a torch.Tensor, got {type(x).__name__}")
-        if x.is_sparse or x.layout != torch.strided:
+            raise TypeError(f"data.x must be a torch.Tensor, got {type(x).__name__}; use torch.as_tensor(x)")
+        if x.layout != torch.strided:
             raise TypeError("data.x is a sparse tensor; convert it with data.x = data.x.to_dense()")
         if not x.is_floating_point():
             raise TypeError(f"data.x must be floating point, got {x.dtype}; use data.x = data.x.float()")
         if x.dim() != 2:
-            raise ValueError(f"data.x must have shape [N, F], got {list(x.shape)}")
+            raise ValueError(f"data.x must have shape [N, F], got {list(x.shape)}"
+                             + ("; use data.x = data.x.view(-1, 1) for one feature" if x.dim() == 1 else ""))
+        if x.size(1) == 0 and x.size(0) > 0:
+            raise ValueError("data.x has 0 feature columns; use torch.ones(N, 1) for a graph without features")
         # NaN/Inf propagate through min/max: two reductions instead of an [N, F] bool temporary
         if x.numel() and not (torch.isfinite(x.min()) and torch.isfinite(x.max())):
             bad = (~torch.isfinite(x)).any(dim=1).nonzero().flatten()
             raise ValueError(f"data.x contains NaN or Inf in {bad.numel()} rows (first: node {int(bad[0])}); "
                              "impute or drop those values first")
     n = data.num_nodes
-    if n is None or n == 0:
-        raise ValueError("the graph has no nodes")
-    if x is not None and x.size(0) != n:
-        raise ValueError(f"data.x has {x.size(0)} rows but data.num_nodes is {n}")
+    if n is None or int(n) == 0:
+        raise ValueError("the graph has no nodes (data.num_nodes is 0 / data.x has 0 rows); there is nothing to "
+                         "predict")
+    n = int(n)
+    if x is not None and isinstance(x, Tensor) and x.size(0) != n:
+        raise ValueError(f"data.x has {x.size(0)} rows but data.num_nodes is {n}; they must agree")
     if ei.numel():
         lo, hi = int(ei.min()), int(ei.max())
         if lo < 0:
-            raise ValueError(f"edge_index contains the negative node id {lo}")
+            raise ValueError(f"data.edge_index contains the negative node id {lo}; node ids must be in 0..{n - 1}")
         if hi >= n:
-            raise ValueError(f"edge_index refers to node {hi} but the graph has {n} nodes")
+            raise ValueError(f"data.edge_index refers to node {hi} but the graph has {n} nodes (ids 0..{n - 1}); "
+                             "fix edge_index or set data.num_nodes")
 
 
-def check_node_labels(data) -> tuple[Tensor, Tensor]:
-    """Validate ``y`` and the train/val masks for node classification; return ``(train, val)`` masks.
+# ----------------------------------------------------------------------------------------------- masks
+def check_mask(mask, num_nodes: int, name: str, allow_index: bool = False) -> Tensor:
+    """A boolean ``[N]`` mask from ``mask`` (or, with ``allow_index``, from integer node ids).
 
-    Unlabelled nodes may carry ``y = -1`` as long as they are in neither mask.
+    An integer tensor of length ``N`` holding only 0/1 is refused even with ``allow_index``:
+    it is almost certainly a mask in the wrong dtype, and reading it as node ids {0, 1} would
+    be silently wrong.
     """
-    n = data.num_nodes
-    y = getattr(data, "y", None)
+    if mask is None:
+        raise ValueError(f"{name} is missing; build a split first, e.g. omnigraph.load_dataset(name, split='random')")
+    if not isinstance(mask, Tensor):
+        if not allow_index:
+            raise TypeError(f"{name} must be a boolean torch.Tensor of shape [{num_nodes}], got {type(mask).__name__}")
+        mask = torch.as_tensor(mask)
+    if mask.dtype == torch.bool:
+        if mask.dim() == 2 and mask.size(0) == num_nodes:
+            raise ValueError(f"{name} has shape {list(mask.shape)}: one column per split; pick one split "
+                             f"column, e.g. {name}[:, 0]")
+        if mask.dim() != 1 or mask.numel() != num_nodes:
+            raise ValueError(f"{name} must be a boolean mask of shape [{num_nodes}], got {list(mask.shape)}")
+        return mask.cpu()
+    if mask.is_floating_point() or mask.is_complex():
+        raise TypeError(f"{name} must be a boolean mask{' or integer node ids' if allow_index else ''}, got "
+                        f"{mask.dtype}; use {name}.bool()")
+    looks_binary = mask.dim() == 1 and mask.numel() == num_nodes and num_nodes > 2 and bool(
+        ((mask == 0) | (mask == 1)).all())
+    if not allow_index or looks_binary:
+        raise TypeError(f"{name} must be a boolean mask, got {mask.dtype}"
+                        + (" holding 0/1 (a mask in the wrong dtype)" if looks_binary else "")
+                        + f"; use {name}.bool()")
+    ids = mask.flatten().long().cpu()
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_nodes):
+        raise ValueError(f"{name} refers to nodes outside 0..{num_nodes - 1}")
+    out = torch.zeros(num_nodes, dtype=torch.bool)
+    out[ids] = True
+    return out
+
+
+def check_disjoint(masks: dict[str, Tensor]) -> None:
+    """Raise if any two of the named boolean masks share a node."""
+    names = list(masks)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            both = masks[a] & masks[b]
+            if both.any():
+                raise ValueError(f"{a} and {b} overlap in {int(both.sum())} nodes (first: node "
+                                 f"{int(both.nonzero()[0])}); evaluation nodes must not be trained on, so make "
+                                 "the splits disjoint")
+
+
+# ---------------------------------------------------------------------------------------------- labels
+def check_labels(y, num_nodes: int, field: str = "data.y", allow_float: bool = False) -> Tensor:
+    """``y`` as a 1-D integer tensor of length ``N`` (with ``allow_float``, float whole numbers too)."""
     if y is None:
-        raise ValueError("data.y is missing; node classification needs labels for the training nodes")
-    if y.dim() != 1 or y.numel() != n:
-        raise ValueError(f"data.y must have shape [{n}], got {list(y.shape)}")
+        raise ValueError(f"{field} is missing; node classification needs labels for the training nodes")
+    if not isinstance(y, Tensor):
+        raise TypeError(f"{field} must be a torch.Tensor, got {type(y).__name__}; use torch.as_tensor(y)")
+    if y.dim() == 2 and y.size(0) == num_nodes and y.size(1) == 1:
+        y = y.view(-1)
+    if y.dim() != 1 or y.numel() != num_nodes:
+        raise ValueError(f"{field} must have shape [{num_nodes}] (one class id per node), got {list(y.shape)}")
+    if y.dtype == torch.bool:
+        raise TypeError(f"{field} is boolean; use {field}.long() for class ids 0/1")
     if y.is_floating_point():
-        raise TypeError(f"data.y must hold integer class ids, got {y.dtype}; use data.y = data.y.long()")
-    masks = []
-    for name in ("train_mask", "val_mask"):
+        if not allow_float:
+            raise TypeError(f"{field} must hold integer class ids, got {y.dtype}; use {field} = {field}.long()")
+        if not bool(torch.isfinite(y).all()) or not torch.equal(y, y.round()):
+            raise TypeError(f"{field} must hold integer class ids, got {y.dtype} with fractional or NaN values")
+        y = y.long()
+    return y
+
+
+def check_train_classes(y_train: Tensor, field: str = "data.y[train_mask]") -> None:
+    """At least two classes among the training labels (as scikit-learn's classifiers require)."""
+    classes = torch.unique(y_train)
+    if classes.numel() < 2:
+        raise ValueError(f"{field} has a single class ({classes.tolist()}); a classifier needs at least two "
+                         "classes among the training nodes")
+
+
+def warn_unseen_classes(y_train: Tensor, y_eval: Tensor, field: str) -> None:
+    """Warn when evaluation labels hold classes absent from the training labels.
+
+    Such nodes can never be predicted correctly; they stay in the evaluation (so accuracy is not
+    inflated) and no error is raised, as with scikit-learn's classifiers.
+    """
+    unseen = sorted(set(torch.unique(y_eval[y_eval >= 0]).tolist()) - set(torch.unique(y_train).tolist()))
+    if unseen:
+        warnings.warn(f"{field} contains classes {unseen[:10]} that no training node has; those nodes can never be "
+                      "predicted correctly (they still count in the accuracy)", UserWarning, stacklevel=3)
+
+
+def check_eval_labels(data, mask, y_train: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Validated ``(mask, y[mask])`` for scoring a node classifier.
+
+    ``mask`` is a boolean ``[N]`` mask or node ids (default ``data.test_mask``); it must select at
+    least one node, and every selected node needs an integer label >= 0. With ``y_train``, warns
+    about classes that no training node has.
+    """
+    n = int(data.num_nodes)
+    name = "mask" if mask is not None else "data.test_mask"
+    mask = check_mask(mask if mask is not None else getattr(data, "test_mask", None), n, name, allow_index=True)
+    if int(mask.sum()) == 0:
+        raise ValueError(f"{name} selects no nodes")
+    if getattr(data, "y", None) is None:
+        raise ValueError("data.y is missing; scoring needs the labels of the evaluated nodes")
+    y = data.y[mask].cpu()
+    if y.dtype == torch.bool or (y.is_floating_point() and not torch.equal(y, y.round())):
+        raise TypeError("data.y must hold integer class ids on the evaluated nodes")
+    y = y.long()
+    if (y < 0).any():
+        raise ValueError(f"{name} contains unlabelled nodes (y < 0); drop them from the mask")
+    if y_train is not None:
+        warn_unseen_classes(y_train, y, f"data.y[{name}]")
+    return mask, y
+
+
+def not_fitted(estimator: str, fix: str = "call fit(data) first") -> Exception:
+    """scikit-learn's ``NotFittedError`` (a ``ValueError`` and ``AttributeError``) for ``estimator``."""
+    from sklearn.exceptions import NotFittedError  # lazy: importing sklearn costs ~1 s
+
+    return NotFittedError(f"this {estimator} is not fitted yet; {fix}")
+
+
+def check_node_labels(data, require_val: bool = True) -> tuple[Tensor, Tensor]:
+    """Validate ``y`` and the masks for node classification; return ``(train, val)`` boolean masks.
+
+    Unlabelled nodes may carry ``y = -1`` as long as they are in neither mask. ``test_mask``, when
+    present, must be a valid mask disjoint from ``train_mask`` and ``val_mask``; its labels are
+    never read. Raises for a single training class; warns when ``val_mask`` holds classes that no
+    training node has.
+    """
+    n = int(data.num_nodes)
+    y = check_labels(getattr(data, "y", None), n)
+    masks = {}
+    for name in ("train_mask", "val_mask", "test_mask"):
         m = getattr(data, name, None)
-        if m is None:
-            raise ValueError(f"data.{name} is missing; build a split first, e.g. "
-                             "omnigraph.load_dataset(name, split='random')")
-        if m.dtype != torch.bool:
-            raise TypeError(f"data.{name} must be a boolean mask, got {m.dtype}")
-        if m.dim() != 1 or m.numel() != n:
-            raise ValueError(f"data.{name} must have shape [{n}], got {list(m.shape)} (pick one split column)")
-        if not m.any():
-            raise ValueError(f"data.{name} selects no nodes")
-        if (y[m] < 0).any():
-            raise ValueError(f"data.{name} contains unlabelled nodes (y < 0)")
-        masks.append(m)
-    if (masks[0] & masks[1]).any():
-        raise ValueError("data.train_mask and data.val_mask overlap")
-    return masks[0], masks[1]
+        if m is None and (name == "test_mask" or (name == "val_mask" and not require_val)):
+            continue
+        m = check_mask(m, n, f"data.{name}")
+        if name != "test_mask":
+            if not m.any():
+                raise ValueError(f"data.{name} selects no nodes; it needs at least one labelled node")
+            if (y[m] < 0).any():
+                raise ValueError(f"data.{name} contains unlabelled nodes (y < 0); drop them from the mask")
+        masks[f"data.{name}"] = m
+    check_disjoint(masks)
+    train = masks["data.train_mask"]
+    val = masks.get("data.val_mask", torch.zeros_like(train))
+    check_train_classes(y[train])
+    if val.any():
+        warn_unseen_classes(y[train], y[val], "data.y[val_mask]")
+    return train, val
+
+
+# ------------------------------------------------------------------------------------- anomaly labels
+def check_anomaly_labels(y, num_nodes: int, field: str = "data.y") -> Tensor:
+    """Binary anomaly labels ``[N]`` (1 = anomaly) with at least one anomaly and one normal node."""
+    if y is None:
+        raise ValueError(f"{field} is missing; set the anomaly labels (1 = anomaly, 0 = normal)")
+    if not isinstance(y, Tensor):
+        y = torch.as_tensor(y)
+    y = y.reshape(-1) if y.dim() == 2 and 1 in y.shape else y
+    if y.dim() != 1 or y.numel() != num_nodes:
+        raise ValueError(f"{field} must have shape [{num_nodes}], got {list(y.shape)}")
+    if y.is_floating_point() and not bool(torch.isfinite(y).all()):
+        raise ValueError(f"{field} contains NaN or Inf")
+    if not bool(((y == 0) | (y == 1)).all()):
+        raise ValueError(f"{field} must be binary (0 = normal, 1 = anomaly), found values "
+                         f"{torch.unique(y)[:10].tolist()}; for pygod's bit codes use (y > 0).long()")
+    y = y.long()
+    k = int(y.sum())
+    if k == 0:
+        raise ValueError(f"{field} has no anomalies (no node with y == 1); training and evaluation need both classes")
+    if k == num_nodes:
+        raise ValueError(f"{field} marks every node as an anomaly; training and evaluation need normal nodes too")
+    return y
+
+
+def check_support(support, num_nodes: int, name: str) -> Tensor:
+    """Support nodes as a LongTensor of distinct ids in ``0..N-1`` (from ids or a boolean mask)."""
+    if support is None:
+        return torch.empty(0, dtype=torch.long)
+    support = torch.as_tensor(support)
+    if support.dtype == torch.bool:
+        if support.dim() != 1 or support.numel() != num_nodes:
+            raise ValueError(f"{name} is a boolean mask of shape {list(support.shape)} but the graph has "
+                             f"{num_nodes} nodes")
+        return support.nonzero().flatten().cpu()
+    if support.is_floating_point() or support.is_complex():
+        raise TypeError(f"{name} must hold integer node ids or be a boolean mask, got {support.dtype}")
+    support = support.flatten().long().cpu()
+    if support.numel() and (int(support.min()) < 0 or int(support.max()) >= num_nodes):
+        bad = int(support.min()) if int(support.min()) < 0 else int(support.max())
+        raise ValueError(f"{name} refers to node {bad} but the graph has {num_nodes} nodes (ids 0..{num_nodes - 1})")
+    uniq, counts = torch.unique(support, return_counts=True)
+    if uniq.numel() != support.numel():
+        raise ValueError(f"{name} contains duplicated node ids (e.g. {int(uniq[counts > 1][0])}); pass each support "
+                         "node once")
+    return support
+
+
+def check_shots(k, available: int, name: str, what: str) -> int:
+    """A support size ``k`` that leaves at least one ``what`` node of ``available`` to evaluate."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"{name} must be a non-negative int, got {k!r}")
+    k = int(k)
+    if k < 0:
+        raise ValueError(f"{name} must be >= 0, got {k}")
+    if k and k >= available:
+        raise ValueError(f"{name}={k} asks for {k} {what} support nodes but the graph has only {available} {what} "
+                         f"nodes; the support must leave {what} nodes to evaluate, so use {name} < {available}")
+    return k
+
+
+__all__ = [
+    "ENV_MAX_BYTES",
+    "MemoryLimitError",
+    "check_anomaly_labels",
+    "check_disjoint",
+    "check_graph",
+    "check_labels",
+    "check_mask",
+    "check_memory",
+    "check_node_labels",
+    "check_shots",
+    "check_support",
+    "check_train_classes",
+    "get_max_bytes",
+    "max_bytes",
+    "parse_bytes",
+    "set_max_bytes",
+    "warn_unseen_classes",
+]

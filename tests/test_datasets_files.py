@@ -152,3 +152,15 @@ def test_yandex_npz_by_path(data_root):
 
     het = read_graph_file(data_root / "pyg/HeterophilousGraphDataset/tolokers/raw/tolokers.npz", task="gad")
     assert torch.equal(het.y, gad.y) and torch.equal(het.edge_index, gad.edge_index)
+
+
+def test_corrupt_cached_copy_gives_a_clear_error(data_root, tmp_path):
+    """A cached file damaged after the (atomic, verified) copy is reported with its path, not a zipfile error."""
+    first = load_dataset("gad/facebook", root=tmp_path, data_root=data_root)
+    cached = next(tmp_path.rglob("facebook.npz"))
+    assert not [p for p in cached.parent.iterdir() if p.name.startswith(".")]  # no temporary files left
+    cached.write_bytes(cached.read_bytes()[:1000])
+    with pytest.raises(ValueError, match=r"facebook\.npz as an npz archive: it is truncated.*deleted"):
+        load_dataset("gad/facebook", root=tmp_path, data_root=data_root)
+    cached.unlink()  # deleting it makes the next load copy it again from the mirror
+    assert torch.equal(load_dataset("gad/facebook", root=tmp_path, data_root=data_root).x, first.x)

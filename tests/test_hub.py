@@ -89,3 +89,31 @@ def test_wrong_model_type(tmp_path):
     (tmp_path / "ck" / "config.json").write_text(json.dumps(meta))
     with pytest.raises(ValueError, match="'other'"):
         _Toy.from_pretrained(tmp_path / "ck")
+
+
+def test_saved_files_have_normal_permissions_and_no_leftovers(tmp_path):
+    import os
+
+    umask = os.umask(0o022)
+    try:
+        _Toy().save_pretrained(tmp_path / "ck")
+    finally:
+        os.umask(umask)
+    for f in (tmp_path / "ck").iterdir():
+        assert f.stat().st_mode & 0o777 == 0o644, f.name  # not mkstemp's 0600
+    assert not [p for p in (tmp_path / "ck").iterdir() if p.name.startswith(".")]
+
+
+def test_safetensors_header_starting_like_a_zip_is_not_refused(tmp_path):
+    """A safetensors header of 0x4B50 bytes begins with b"PK" (torch.save's zip magic): still accepted."""
+    from safetensors.torch import save_file
+
+    path = tmp_path / "w.safetensors"
+    state = _Toy().state_dict()
+    for pad in range(18900, 19400):
+        save_file(state, path, metadata={"model_type": "toy-test", "pad": "x" * pad})
+        if path.read_bytes()[:2] == b"PK":
+            break
+    assert path.read_bytes()[:2] == b"PK"
+    path.with_suffix(".json").write_text('{"model_type": "toy-test", "config": {"width": 4}}')
+    assert isinstance(_Toy.from_pretrained(path), _Toy)

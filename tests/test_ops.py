@@ -98,3 +98,21 @@ def test_propagate_rejects_bad_input():
         propagate(op, torch.randn(n, 3), -1)
     with pytest.raises(ValueError, match="backend"):
         propagate(op, torch.randn(n, 3), 1, backend="cuda-magic")
+
+
+def test_layouts_agree_and_auto_is_csr(monkeypatch):
+    ei, n = _random_graph(n=50, e=200, seed=5)
+    op = sym_adjacency(ei, n)
+    x = torch.randn(n, 300, generator=torch.Generator().manual_seed(2))
+    seen = []
+    real_mm = torch.sparse.mm
+    monkeypatch.setattr(torch.sparse, "mm", lambda a, b: (seen.append(a.layout), real_mm(a, b))[1])
+    auto = propagate(op.to_sparse_coo(), x, 2, chunk_size=128, backend="torch")
+    assert set(seen) == {torch.sparse_csr}                        # COO input, CSR products (measured faster)
+    seen.clear()
+    coo = propagate(op, x, 2, chunk_size=128, backend="torch", layout="coo")
+    assert set(seen) == {torch.sparse_coo}
+    for a, b in zip(auto, coo):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="layout"):
+        propagate(op, x, 1, layout="dense")

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from torch_geometric.data import Data
+from gad_helpers import hub_anomaly_graph
 
 from omnigraph.estimators.fingerprint import FingerprintDetector
 from omnigraph.estimators.refi_gad import REFIGAD
@@ -19,17 +19,7 @@ def _tokens(k=8, b=20, seed=0):
 
 
 def _graph(n=200, n_anom=20, seed=0):
-    """Anomalies are high-degree hubs with shifted features, so every fingerprint column sees them."""
-    g = torch.Generator().manual_seed(seed)
-    src = torch.randint(0, n, (3 * n,), generator=g)
-    dst = torch.randint(0, n, (3 * n,), generator=g)
-    hubs = torch.arange(n - n_anom, n).repeat_interleave(10)
-    ei = torch.stack([torch.cat([src, hubs]), torch.cat([dst, torch.randint(0, n, (hubs.numel(),), generator=g)])])
-    x = torch.rand(n, 16, generator=g)
-    x[n - n_anom:] += 2.0
-    y = torch.zeros(n, dtype=torch.long)
-    y[n - n_anom:] = 1
-    return Data(x=x, edge_index=torch.cat([ei, ei.flip(0)], 1), y=y, num_nodes=n)
+    return hub_anomaly_graph(n, n_anom, seed)
 
 
 # -- architecture ------------------------------------------------------------------------------

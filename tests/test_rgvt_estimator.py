@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from rgvt_helpers import planted_graph
+from sklearn.exceptions import NotFittedError
 
 from omnigraph import RGVT
 from omnigraph.estimators.rgvt import adapt, ridge_depth_scores, train_heads
@@ -146,9 +147,11 @@ def test_ridge_depth_scores_match_sklearn(n_train):
         assert scores[1] > scores[0]
 
 
-def test_adapt_several_seeds_in_one_batch(graph):
-    many = adapt(_encoder(), graph, protocol="reference", seeds=(0, 1), depths=(1, 2), max_epochs=30, patience=10)
-    one = adapt(_encoder(), graph, protocol="reference", seeds=(1,), depths=(1, 2), max_epochs=30, patience=10)
+@pytest.mark.parametrize("protocol", ["fast", "reference"])
+def test_adapt_several_seeds_in_one_batch(graph, protocol):
+    kw = {"protocol": protocol, "depths": (1, 2), "max_epochs": 30, "patience": 10}
+    many = adapt(_encoder(), graph, seeds=(0, 1), **kw)
+    one = adapt(_encoder(), graph, seeds=(1,), **kw)
     assert [r.seed for r in many] == [0, 1]
     assert many[1].depth == one[0].depth and many[1].depth_scores == one[0].depth_scores
     for p, q in zip(many[1].head.parameters(), one[0].head.parameters()):
@@ -164,7 +167,7 @@ def test_linear_head_and_explicit_num_classes(graph):
 
 def test_input_errors(graph):
     clf = RGVT(_encoder(), **FAST)
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         clf.predict(graph)
     for field in ("train_mask", "val_mask", "y"):
         bad = copy.copy(graph)
@@ -225,3 +228,17 @@ def test_persistence_round_trips(graph, tmp_path):
 def test_from_reference_npz(graph, reference_root):
     clf = RGVT.from_reference_npz(reference_root / "rgvt" / "seed_42.npz", **FAST).fit(graph)
     assert clf.encoder.mlp.lins[0].weight.shape == (5, 5) and clf.score(graph) > 0.5
+
+
+def test_reference_depth_grouping_does_not_change_results(graph):
+    kw = {"protocol": "reference", "depths": (1, 2, 3), "max_epochs": 30, "patience": 10, "seeds": (4,)}
+    together = adapt(_encoder(), graph, **kw)[0]
+    one_by_one = adapt(_encoder(), graph, group_bytes=1, **kw)[0]
+    assert together.depth_results == one_by_one.depth_results
+
+
+def test_fit_works_under_no_grad(graph):
+    with torch.no_grad():
+        clf = RGVT(_encoder(), seed=1, **FAST).fit(graph)
+    ref = RGVT(_encoder(), seed=1, **FAST).fit(graph)
+    assert all(torch.equal(p, q) for p, q in zip(_head_params(clf), _head_params(ref)))

@@ -45,29 +45,60 @@ def _label(model: str) -> str:
     return "rgvt (authors' weights)" if model.startswith("rgvt-ref:") else model
 
 
-def run_benchmark(suite: str, models: list[str], out: Path, protocol: str = "fast", seed: int = 0,
-                  graphs: list[str] | None = None, include: tuple[str, ...] = ()) -> list[dict]:
+def suite_graphs(suite: str, graphs: list[str] | None = None, include: tuple[str, ...] = ()):
+    """Yield ``(base, data, problem)`` for each graph of ``suite``, in suite order.
+
+    ``base`` holds the row keys (dataset, split, split_seed). ``data`` is the loaded graph, or
+    None when the graph is skipped on purpose or missing; then ``problem`` is the row that says
+    so (status ``skipped`` / ``missing`` with the reason), and it is also printed.
+    """
     from omnigraph.datasets import load_dataset, suite_members
 
-    out.mkdir(parents=True, exist_ok=True)
     members = suite_members(suite)
     if graphs:
         members = [m for m in members if m["name"] in graphs]
-    rows: list[dict] = []
     for member in members:
         name = member["name"]
         base = {"dataset": name, "split": member.get("split"), "split_seed": member.get("seed")}
         if name.lower() in DEFAULT_SKIPS and name.lower() not in include:
-            rows.append({**base, "model": "*", "status": "skipped", "note": DEFAULT_SKIPS[name.lower()]})
             print(f"[skip] {name}: {DEFAULT_SKIPS[name.lower()]}", flush=True)
+            yield base, None, {**base, "model": "*", "status": "skipped", "note": DEFAULT_SKIPS[name.lower()]}
             continue
         try:
             data = load_dataset(name, split=member.get("split"), seed=member.get("seed", 0))
         except FileNotFoundError as err:
-            rows.append({**base, "model": "*", "status": "missing", "note": str(err).splitlines()[0]})
             print(f"[missing] {name}: {err}", flush=True)
+            yield base, None, {**base, "model": "*", "status": "missing", "note": str(err).splitlines()[0]}
+            continue
+        yield base, data, None
+
+
+def run_benchmark(suite: str, models: list[str], out: Path, protocol: str = "fast", seed: int = 0,
+                  graphs: list[str] | None = None, include: tuple[str, ...] = (), resume: bool = False
+                  ) -> list[dict]:
+    """Run ``models`` on every graph of ``suite``; rows are appended to ``out/rows.jsonl`` as they
+    finish, and ``resume=True`` keeps the rows already there (same suite, protocol and seed)
+    instead of recomputing them, so that a killed run can be continued."""
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "rows.jsonl"
+    settings = {"suite": suite, "protocol": protocol, "seed": seed}
+    done: dict[tuple[str, str], dict] = {}
+    if resume and log.exists():
+        for line in log.read_text().splitlines():
+            row = json.loads(line)
+            if all(row.get(k) == v for k, v in settings.items()) and row["status"] == "ok":
+                done[(row["dataset"], row["model"])] = row
+    elif log.exists():
+        log.unlink()
+    rows: list[dict] = []
+    for base, data, problem in suite_graphs(suite, graphs, include):
+        if problem is not None:
+            rows.append(problem)
             continue
         for model in models:
+            if (base["dataset"], _label(model)) in done:
+                rows.append(done[(base["dataset"], _label(model))])
+                continue
             start = time.perf_counter()
             clf = make_model(model, seed, protocol).fit(data)
             row = {**base, "model": _label(model), "status": "ok",
@@ -75,9 +106,11 @@ def run_benchmark(suite: str, models: list[str], out: Path, protocol: str = "fas
                    "test_accuracy": 100 * clf.score(data, mask=data.test_mask),
                    "depth": getattr(clf, "depth_", None), "seconds": time.perf_counter() - start}
             rows.append(row)
-            print(f"{name:>22} {row['model']:>24}  test {row['test_accuracy']:6.2f}  "
+            with open(log, "a") as f:
+                f.write(json.dumps({**settings, **row}) + "\n")
+            print(f"{base['dataset']:>22} {row['model']:>24}  test {row['test_accuracy']:6.2f}  "
                   f"({row['seconds']:.1f} s)", flush=True)
-    meta = {"suite": suite, "protocol": protocol, "seed": seed, "sources": pretraining_sources(models)}
+    meta = {**settings, "sources": pretraining_sources(models)}
     write_reports(rows, [_label(m) for m in models], out, meta)
     return rows
 
@@ -120,6 +153,11 @@ def write_reports(rows: list[dict], models: list[str], out: Path, meta: dict) ->
     means = {m: sum(acc[(g, m)]["test_accuracy"] for g in complete) / max(len(complete), 1) for m in models}
     secs = {m: sum(acc[(g, m)]["seconds"] for g in complete) for m in models}
     lines.append(f"| **mean over {len(complete)} graphs** | " + " | ".join(f"**{means[m]:.2f}**" for m in models) + " |")
+    if sources & set(graphs):
+        every = [g for g in graphs if all((g, m) in acc for m in models)]
+        means_all = {m: sum(acc[(g, m)]["test_accuracy"] for g in every) / max(len(every), 1) for m in models}
+        lines.append(f"| mean over all {len(every)} graphs (sources included) | "
+                     + " | ".join(f"{means_all[m]:.2f}" for m in models) + " |")
     lines.append("| wall seconds (sum) | " + " | ".join(f"{secs[m]:.0f}" for m in models) + " |")
     notes = [f"- {r['dataset']}: {r['status']} — {r['note']}" for r in rows if r["status"] != "ok"]
     notes += [f"- {g}: pretraining source of a shipped checkpoint (shown, not in the mean)" for g in graphs

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from omnigraph.cli._common import add_trainer_args, is_global_zero, trainer_kwargs
+
 
 def _ints(spec: str) -> list[int]:
     try:
@@ -80,7 +82,7 @@ def cmd_pretrain(args) -> int:
     if not sources:
         raise ValueError("--sources is empty")
     graphs = [load_gad(s) for s in sources]
-    trainer = {"devices": args.devices, "strategy": args.strategy, "accelerator": args.accelerator}
+    trainer = trainer_kwargs(args)
     start = time.perf_counter()
     if args.model == "refi-gad":
         from omnigraph.training.refi_gad import pretrain_refi_gad
@@ -99,10 +101,12 @@ def cmd_pretrain(args) -> int:
                              **trainer)
         schedule = {"epochs": kwargs.get("epochs", 40)}
     seconds = time.perf_counter() - start
+    if not is_global_zero():  # DDP: the other ranks trained the same model; rank 0 writes it
+        return 0
     card = {"training_data": sources, "sources": sources, "seed": args.seed, "seconds": round(seconds, 1),
             "command": _command(f"pretrain {args.model}", args,
-                                ["sources", "epochs", "episodes-per-graph", "shots", "seed", "devices", "strategy",
-                                 "accelerator", "out", "publish"]), **schedule}
+                                ["sources", "epochs", "episodes-per-graph", "shots", "seed", "devices", "num-nodes",
+                                 "strategy", "accelerator", "out", "publish"]), **schedule}
     out = Path(args.out)
     model.save_pretrained(out / "model", card=card)
     print(f"trained {args.model} on {', '.join(sources)} in {seconds:.1f} s; saved to {out / 'model'}")
@@ -156,11 +160,7 @@ def register(parsers) -> None:
             q.add_argument("--episodes-per-graph", type=int, default=None, help="episodes per graph per epoch (20)")
             q.add_argument("--shots", type=int, default=None, help="support size per class in episodes (50)")
         q.add_argument("--seed", type=int, default=0)
-        q.add_argument("--devices", default=1, help="Lightning devices")
-        q.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")
-        q.add_argument("--accelerator", default="cpu")
-        q.add_argument("--out", default=f"runs/{name}", help="logs, checkpoints and the final model")
-        q.add_argument("--publish", default=None, help="also ship into pretrained/ under this name")
+        add_trainer_args(q, name, devices=1, accelerator="cpu")
         q.add_argument("--quiet", action="store_true", help="no progress bar")
         q.set_defaults(func=cmd_pretrain, model=name)
 

@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+from omnigraph.cli._common import add_trainer_args, is_global_zero, trainer_kwargs
+
 
 def _estimator_for(model: str, seed: int, protocol: str | None = None):
     """Map ``rgvt``/``graphany``/a checkpoint path to a fitted-ready estimator."""
@@ -69,19 +71,21 @@ def cmd_pretrain(args) -> int:
     from omnigraph.hub import publish
 
     graphs = _load_sources(args.dataset, args.split_seed, args.svd_dim)
-    trainer_kwargs = {"devices": args.devices, "strategy": args.strategy, "num_nodes": args.num_nodes}
+    trainer = trainer_kwargs(args)
     if args.epochs is not None:
-        trainer_kwargs["max_epochs" if args.model == "rgvt" else "steps"] = args.epochs
+        trainer["max_epochs" if args.model == "rgvt" else "steps"] = args.epochs
     start = time.perf_counter()
     if args.model == "rgvt":
         from omnigraph.training.rgvt import pretrain_rgvt
 
-        model = pretrain_rgvt(graphs, seed=args.seed, out_dir=args.out, **trainer_kwargs)
+        model = pretrain_rgvt(graphs, seed=args.seed, out_dir=args.out, **trainer)
     else:
         from omnigraph.training.graphany import pretrain_graphany
 
-        model = pretrain_graphany(graphs, seed=args.seed, out_dir=args.out, **trainer_kwargs)
+        model = pretrain_graphany(graphs, seed=args.seed, out_dir=args.out, **trainer)
     seconds = time.perf_counter() - start
+    if not is_global_zero():  # DDP: the other ranks trained the same model; rank 0 writes it
+        return 0
     card = {"training_data": args.dataset, "feature_transform": f"TruncatedSVD({args.svd_dim})" if args.svd_dim
             else "raw", "seed": args.seed, "seconds": round(seconds, 1), **getattr(model, "card_", {}),
             "command": f"omnigraph pretrain {args.model} " + " ".join(
@@ -98,7 +102,7 @@ def cmd_benchmark(args) -> int:
     from omnigraph.benchmark.nc import run_benchmark
 
     run_benchmark(suite=args.suite, models=args.models.split(","), out=Path(args.out), protocol=args.protocol,
-                  seed=args.seed, graphs=args.graphs.split(",") if args.graphs else None)
+                  seed=args.seed, graphs=args.graphs.split(",") if args.graphs else None, resume=args.resume)
     return 0
 
 
@@ -121,11 +125,7 @@ def register(parsers) -> None:
         q.add_argument("--split-seed", type=int, default=42)
         q.add_argument("--svd-dim", type=int, default=None,
                        help="project source features to this many dense SVD dimensions first")
-        q.add_argument("--devices", default="auto")
-        q.add_argument("--num-nodes", type=int, default=1)
-        q.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")
-        q.add_argument("--out", default=f"runs/{name}")
-        q.add_argument("--publish", default=None, help="also ship into pretrained/ under this name")
+        add_trainer_args(q, name, devices="auto", accelerator="auto")
         q.set_defaults(func=cmd_pretrain, model=name)
 
     b = parsers["benchmark"].add_parser("nc", help="zero-shot node classification suite")
@@ -135,4 +135,6 @@ def register(parsers) -> None:
     b.add_argument("--protocol", default="fast", choices=["fast", "reference"], help="RGVT adaptation mode")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--out", default="runs/benchmark_nc")
+    b.add_argument("--resume", action="store_true",
+                   help="keep the finished rows of an interrupted run in OUT/rows.jsonl instead of recomputing them")
     b.set_defaults(func=cmd_benchmark)

@@ -82,44 +82,46 @@ def find_file(rel: str, roots: list[Path]) -> Path | None:
     return None
 
 
+@contextlib.contextmanager
+def _staged(dst: Path, suffix: str) -> Iterator[Path]:
+    """A temporary path next to ``dst``, renamed onto ``dst`` when the block succeeds and removed
+    when it fails (also on KeyboardInterrupt): ``dst`` is absent, the old file or the complete new
+    one, never half-written. Same folder, so the rename is atomic."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=suffix, dir=dst.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        _publish(tmp, dst)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 def copy_verified(src: Path, dst: Path, sha256: str | None = None) -> Path:
     """Copy ``src`` to ``dst`` through a temporary file, checking the sha256 on the way.
 
     Raises:
         ValueError: the copied bytes do not have the expected sha256 (nothing is left at ``dst``).
     """
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".part", dir=dst.parent)
-    try:
+    with _staged(dst, ".part") as tmp:
         digest = hashlib.sha256()
-        with open(src, "rb") as fin, os.fdopen(fd, "wb") as fout:
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
             for block in iter(lambda: fin.read(_CHUNK), b""):
                 digest.update(block)
                 fout.write(block)
         if sha256 is not None and digest.hexdigest() != sha256:
             raise ValueError(f"checksum mismatch for {src}: sha256 {digest.hexdigest()} but the catalogue expects "
-                             f"{sha256}; the mirror file is corrupt or a different version (replace it, or pass "
-                             "verify=False to accept it)")
-        _publish(tmp, dst)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+                             f"{sha256}; the mirror file is corrupt, truncated or a different version (replace it, "
+                             "or pass verify=False to accept it)")
     return dst
 
 
 def atomic_write(dst: Path, write) -> Path:
     """Call ``write(tmp_path)`` then rename the result onto ``dst`` (tmp keeps ``dst``'s suffix)."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.stem}.", suffix=dst.suffix, dir=dst.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        _publish(tmp, dst)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with _staged(dst, dst.suffix) as tmp:
+        write(tmp)
     return dst
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pickle
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,18 @@ def _clean_edges(edge_index: Tensor, num_nodes: int, path) -> Tensor:
 
 
 def _gad_data(x, edge_index, y, path, y_struct=None, y_attr=None) -> Data:
-    x = torch.as_tensor(np.asarray(x, dtype=np.float32))
+    try:
+        x = torch.as_tensor(np.asarray(x, dtype=np.float32))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path}: features are not numeric ({err})") from None
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{path}: features contain NaN or Inf; impute them first")
+    edge_index = np.asarray(edge_index)
+    whole = np.issubdtype(edge_index.dtype, np.integer) or (
+        np.issubdtype(edge_index.dtype, np.floating) and np.isfinite(edge_index).all()
+        and (edge_index == np.round(edge_index)).all())
+    if not whole:
+        raise ValueError(f"{path}: edge_index must hold integer node ids, got {edge_index.dtype}")
     if x.dim() != 2:
         raise ValueError(f"{path}: features must be a matrix [N, F], got shape {list(x.shape)}")
     n = x.size(0)
@@ -67,24 +79,56 @@ def _gad_data(x, edge_index, y, path, y_struct=None, y_attr=None) -> Data:
     return data
 
 
+_NPZ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError)
+
+
+def _unreadable(path, err: BaseException) -> ValueError:
+    if "pickle" in str(err) or "Object arrays" in str(err):
+        return ValueError(f"cannot read {path} as an npz archive: it holds pickled Python objects, which omnigraph "
+                          "never unpickles because that can run arbitrary code, or it is not an npz at all; save "
+                          "plain numeric arrays (np.savez) instead")
+    return ValueError(f"cannot read {path} as an npz archive: it is truncated, corrupt or not an npz "
+                      f"({type(err).__name__}: {err}); replace the file (a cached copy can simply be deleted and "
+                      "is copied again from the mirror)")
+
+
+def load_npz(path: str | Path, keys=None) -> dict[str, np.ndarray]:
+    """Every array (or those in ``keys`` that exist) of an npz, read eagerly and without pickle.
+
+    A truncated or corrupt archive, or one holding pickled object arrays, raises a ``ValueError``
+    naming the file instead of a ``zipfile`` / ``zlib`` / ``EOFError`` from deep inside numpy.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such npz file: {path}")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            names = f.files if keys is None else [k for k in keys if k in f.files]
+            return {k: np.asarray(f[k]) for k in names}
+    except _NPZ_ERRORS as err:
+        raise _unreadable(path, err) from None
+
+
 def read_gad_npz(path: str | Path) -> Data:
     """Read a uniform anomaly-detection npz (see the module docstring)."""
     path = Path(path)
-    with np.load(path, allow_pickle=False) as f:
-        keys = set(f.files)
-        if "x" in keys:
-            x = f["x"]
-        elif all(k in keys for k in _CSR_KEYS):
+    f = load_npz(path)
+    keys = set(f)
+    if "x" in keys:
+        x = f["x"]
+    elif all(k in keys for k in _CSR_KEYS):
+        try:
             x = sp.csr_matrix((f["x_data"], f["x_indices"], f["x_indptr"]),
                               shape=tuple(int(s) for s in f["x_shape"])).toarray()
-        else:
-            raise ValueError(f"{path} is not a uniform GAD npz: no node features (needs key 'x' or the CSR keys "
-                             f"{list(_CSR_KEYS)}; the file has {sorted(keys)})")
-        missing = [k for k in ("edge_index", "y") if k not in keys]
-        if missing:
-            raise ValueError(f"{path} is not a uniform GAD npz: missing keys {missing} (the file has {sorted(keys)})")
-        return _gad_data(x, f["edge_index"], f["y"], path,
-                         f["y_struct"] if "y_struct" in keys else None, f["y_attr"] if "y_attr" in keys else None)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{path}: the CSR feature arrays {list(_CSR_KEYS)} are inconsistent: {err}") from None
+    else:
+        raise ValueError(f"{path} is not a uniform GAD npz: no node features (needs key 'x' or the CSR keys "
+                         f"{list(_CSR_KEYS)}; the file has {sorted(keys)})")
+    missing = [k for k in ("edge_index", "y") if k not in keys]
+    if missing:
+        raise ValueError(f"{path} is not a uniform GAD npz: missing keys {missing} (the file has {sorted(keys)})")
+    return _gad_data(x, f["edge_index"], f["y"], path, f.get("y_struct"), f.get("y_attr"))
 
 
 def save_gad_npz(data: Data, path: str | Path, sparse: bool | None = None) -> Path:
@@ -196,8 +240,12 @@ def read_pt(path: str | Path) -> Data:
 
 
 def npz_keys(path: Path) -> list[str]:
-    with np.load(path, allow_pickle=False) as f:
-        return list(f.files)
+    """The array names of an npz (``ValueError`` for a file that is not a readable npz)."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return list(f.files)
+    except _NPZ_ERRORS as err:
+        raise _unreadable(path, err) from None
 
 
 def read_graph_file(path: str | Path, task: str | None = None, split: int = 0) -> Data:

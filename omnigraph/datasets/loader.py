@@ -11,6 +11,7 @@ from torch_geometric.data import Data
 
 from omnigraph.datasets import _store
 from omnigraph.datasets._store import DatasetNotAvailableError
+from omnigraph.datasets.flags import attach_preprocess_flags
 from omnigraph.datasets.gad import (
     GRAPH_SUFFIXES,
     YANDEX_KEYS,
@@ -81,8 +82,11 @@ def load_dataset(name: str | os.PathLike, split: int | str | None = None, root: 
         ``Data`` with float32 dense ``x`` ``[N, F]``, ``edge_index`` ``[2, E]``, ``y`` ``[N]``
         and, for node classification, 1-D bool ``train_mask`` / ``val_mask`` / ``test_mask``;
         for anomaly detection ``y`` is in {0, 1} (plus ``y_struct`` / ``y_attr`` for injected
-        graphs). Metadata: ``data.name``, ``data.task``, ``data.fidelity`` and, for node
-        classification, ``data.split`` (e.g. ``"public"``, ``"geom-gcn:0"``, ``"random:seed=42"``).
+        graphs). Metadata: ``data.name``, ``data.task``, ``data.fidelity``; for node
+        classification ``data.split`` (e.g. ``"public"``, ``"geom-gcn:0"``, ``"random:seed=42"``);
+        for anomaly detection the catalogue's preprocessing flags, e.g. ``data.row_normalize``
+        (Amazon, Tolokers) or ``data.self_loops`` (Facebook), which the detectors read through
+        :func:`omnigraph.datasets.flags.graph_flag` (an explicit argument overrides them).
 
     Raises:
         ValueError: unknown name (with suggestions), bad split, checksum mismatch, bad file.
@@ -114,6 +118,8 @@ def load_dataset(name: str | os.PathLike, split: int | str | None = None, root: 
         data = Data(x=graph.x, edge_index=graph.edge_index, y=graph.y, num_nodes=graph.num_nodes, **masks)
         data.split = _split_label(protocol, index, seed)
     data.name, data.task, data.fidelity = entry["name"], entry["task"], entry["fidelity"]
+    # per-graph preprocessing of the detectors (ARC / REFI-GAD), read back by graph_flag
+    attach_preprocess_flags(data, entry.get("preprocess"))
     check_graph(data)
     return data
 
@@ -241,9 +247,14 @@ def _pyg_dataset(entry: dict, cache: Path, protocol: str):
 
     with torch.serialization.safe_globals([Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]):
         if loader["type"] == "ogb":
+            from unittest import mock
+
             from ogb.nodeproppred import PygNodePropPredDataset
 
-            return PygNodePropPredDataset(name=loader["name"], root=root)
+            # ogb asks on stdin before replacing an incomplete folder: answer yes (it only holds
+            # what we staged), so that a missing dataset fails or downloads without a prompt
+            with mock.patch("builtins.input", return_value="y"):
+                return PygNodePropPredDataset(name=loader["name"], root=root)
         import torch_geometric.datasets as pyg_datasets
 
         return getattr(pyg_datasets, loader["class"])(root, **kwargs)

@@ -23,7 +23,7 @@ import os
 import torch
 from torch import Tensor
 
-from omnigraph.estimators.detector import GeneralistDetector
+from omnigraph.estimators.detector import GeneralistDetector, check_sources
 from omnigraph.models.arc import ARCModel, arc_features
 from omnigraph.models.arc_align import graph_flag
 
@@ -89,6 +89,7 @@ class ARC(GeneralistDetector):
         if isinstance(graphs, Data):
             graphs = [graphs]
             label = None if label is None else [label]
+        check_sources(graphs, label)
         self.model_ = pretrain_arc(
             graphs, epochs=self.epochs, seed=self.seed, devices=self.devices, strategy=self.strategy,
             accelerator=self.accelerator, out_dir=self.out_dir, lr=self.lr, weight_decay=self.weight_decay,

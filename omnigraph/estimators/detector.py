@@ -17,44 +17,59 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from omnigraph.validation import check_graph
+from omnigraph.validation import check_anomaly_labels, check_graph, check_shots, check_support
 
 REGIMES = ("zero-shot", "normal-k", "normal+anomaly-k")
 
 
 def as_index(support, num_nodes: int, name: str) -> Tensor:
-    """Accept an index tensor/list or a boolean mask; return sorted unique-checked LongTensor."""
-    if support is None:
-        return torch.empty(0, dtype=torch.long)
-    support = torch.as_tensor(support)
-    if support.dtype == torch.bool:
-        if support.numel() != num_nodes:
-            raise ValueError(f"{name} is a boolean mask of length {support.numel()} but the graph has "
-                             f"{num_nodes} nodes")
-        return support.nonzero().flatten()
-    if support.is_floating_point():
-        raise TypeError(f"{name} must hold integer node ids or be a boolean mask, got {support.dtype}")
-    support = support.flatten().long()
-    if support.numel() and (int(support.min()) < 0 or int(support.max()) >= num_nodes):
-        bad = int(support.min()) if int(support.min()) < 0 else int(support.max())
-        raise ValueError(f"{name} refers to node {bad} but the graph has {num_nodes} nodes")
-    if support.unique().numel() != support.numel():
-        raise ValueError(f"{name} contains duplicated node ids; pass each support node once")
-    return support
+    """Accept an index tensor/list or a boolean mask; return a LongTensor of distinct node ids."""
+    return check_support(support, num_nodes, name)
 
 
 def sample_support(y: Tensor, shots_normal: int, shots_anomaly: int, seed: int) -> tuple[Tensor, Tensor]:
-    """Draw ``shots_normal`` normal and ``shots_anomaly`` anomalous nodes from ``y`` (benchmark mode)."""
+    """Draw ``shots_normal`` normal and ``shots_anomaly`` anomalous nodes from ``y`` (benchmark mode).
+
+    Raises ``ValueError`` when a count is negative or would leave no node of its class to evaluate.
+    """
     y = torch.as_tensor(y).flatten()
+    if y.is_floating_point() and not bool(torch.isfinite(y).all()):
+        raise ValueError("data.y contains NaN or Inf; the support is drawn from the anomaly labels")
+    if not bool(((y == 0) | (y == 1)).all()):
+        raise ValueError(f"data.y must be binary (0 = normal, 1 = anomaly) to draw a support, found values "
+                         f"{torch.unique(y)[:10].tolist()}")
     gen = torch.Generator().manual_seed(int(seed))
     out = []
-    for label, k, what in ((0, shots_normal, "normal"), (1, shots_anomaly, "anomalous")):
+    for label, k, name, what in ((0, shots_normal, "shots_normal", "normal"),
+                                 (1, shots_anomaly, "shots_anomaly", "anomalous")):
         pool = (y == label).nonzero().flatten()
-        if k and k >= pool.numel():
-            raise ValueError(f"asked for {k} {what} support nodes but the graph has only {pool.numel()} "
-                             f"{what} nodes; the support must leave {what} nodes to evaluate")
+        k = check_shots(k, pool.numel(), name, what)
         out.append(pool[torch.randperm(pool.numel(), generator=gen)[:k]].sort().values)
     return out[0], out[1]
+
+
+def check_sources(graphs, label=None) -> None:
+    """Fail fast, before pretraining starts, on source graphs that cannot train a detector.
+
+    Every ``Data`` source (names are checked when loaded) needs valid ``x`` / ``edge_index`` and
+    binary labels (``label[i]`` or ``data.y``) with at least one anomaly and one normal node.
+    """
+    from torch_geometric.data import Data
+
+    if isinstance(graphs, Data):
+        graphs, label = [graphs], None if label is None else [label]
+    if not isinstance(graphs, (list, tuple)):  # iterators are left to the training code (consumed once)
+        return
+    if label is not None and len(label) != len(graphs):
+        raise ValueError(f"label has {len(label)} entries but {len(graphs)} graphs were given; pass one per graph")
+    for i, data in enumerate(graphs):
+        if not isinstance(data, Data):  # dataset names, precomputed inputs
+            continue
+        check_graph(data)
+        y = label[i] if label is not None else getattr(data, "y", None)
+        if y is None:
+            raise ValueError(f"source graph {i} has no labels: set data.y (1 = anomaly) or pass label=[...]")
+        check_anomaly_labels(y, data.num_nodes, f"label[{i}]" if label is not None else f"source graph {i}: data.y")
 
 
 class GeneralistDetector:
@@ -132,7 +147,8 @@ class GeneralistDetector:
             sa = as_index(support_anomaly, n, "support_anomaly")
         if sn.numel() and sa.numel() and np.intersect1d(sn.numpy(), sa.numpy()).size:
             both = np.intersect1d(sn.numpy(), sa.numpy())
-            raise ValueError(f"node {int(both[0])} is in both support_normal and support_anomaly")
+            raise ValueError(f"node {int(both[0])} is in both support_normal and support_anomaly ({both.size} nodes "
+                             "overlap); a node is either a labelled normal or a labelled anomaly")
         if self.uses_normal and not sn.numel():
             raise ValueError(f"{type(self).__name__} needs labelled normal support nodes "
                              "(support_normal=... or shots_normal=k)")

@@ -26,31 +26,21 @@ import torch
 from torch import Tensor
 
 from omnigraph.models.graphany import GraphAnyModel
-from omnigraph.validation import check_graph
+from omnigraph.validation import (
+    check_disjoint,
+    check_eval_labels,
+    check_graph,
+    check_mask,
+    check_train_classes,
+    not_fitted,
+)
 
 TRANSFORM_OUTPUTS = ("logits", "attention", "channels", "distance")
 
 
 def _as_mask(mask, num_nodes: int, name: str) -> Tensor:
     """Boolean ``[N]`` mask from a boolean mask or an index tensor/list."""
-    if mask is None:
-        raise ValueError(f"{name} is missing")
-    mask = torch.as_tensor(mask)
-    if mask.dtype == torch.bool:
-        if mask.dim() == 2 and mask.size(0) == num_nodes:
-            raise ValueError(f"{name} has shape {list(mask.shape)}: one column per split; pick one split, "
-                             f"e.g. {name}[:, 0]")
-        if mask.dim() != 1 or mask.numel() != num_nodes:
-            raise ValueError(f"{name} must be a boolean mask of shape [{num_nodes}], got {list(mask.shape)}")
-        return mask
-    if mask.is_floating_point():
-        raise TypeError(f"{name} must be a boolean mask or integer node ids, got {mask.dtype}")
-    mask = mask.flatten().long()
-    if mask.numel() and (int(mask.min()) < 0 or int(mask.max()) >= num_nodes):
-        raise ValueError(f"{name} refers to nodes outside 0..{num_nodes - 1}")
-    out = torch.zeros(num_nodes, dtype=torch.bool)
-    out[mask] = True
-    return out
+    return check_mask(mask, num_nodes, name, allow_index=True)
 
 
 class GraphAny:
@@ -69,11 +59,16 @@ class GraphAny:
             (memory bound; results do not depend on it).
 
     Fitted attributes (after :meth:`fit`):
-        n_classes_: C, ``max(y[train]) + 1`` unless ``num_classes`` is given.
-        classes_: ``arange(C)``.
-        n_features_in_: feature dimension F of the fitted graph.
-        channel_weights_: list of ``[F, C]`` least-squares weights, one per channel.
-        train_index_: the reference (training) node ids.
+        ``n_classes_``: C, ``max(y[train]) + 1`` unless ``num_classes`` is given.
+        ``classes_``: ``arange(C)``.
+        ``n_features_in_``: feature dimension F of the fitted graph.
+        ``channel_weights_``: list of ``[F, C]`` least-squares weights, one per channel.
+        ``train_index_``: the reference (training) node ids.
+        ``train_labels_``: their class ids.
+
+    Input rules (``docs/validation.md``): ``train_mask`` may be a boolean mask or node ids and
+    must hold at least two classes; ``val_mask`` / ``test_mask``, when present, must not overlap
+    it. :meth:`score` warns about evaluation classes that no training node has.
     """
 
     def __init__(self, model: GraphAnyModel | None = None, *, entropy: float | None = None,
@@ -135,17 +130,27 @@ class GraphAny:
         train_index = train.nonzero().flatten()
         if train_index.numel() == 0:
             raise ValueError("data.train_mask selects no nodes; GraphAny needs labelled training nodes")
+        # evaluation masks, when present, must not share nodes with the training nodes (or each other)
+        masks = {"data.train_mask": train}
+        for name in ("val_mask", "test_mask"):
+            if getattr(data, name, None) is not None:
+                masks[f"data.{name}"] = _as_mask(getattr(data, name), n, f"data.{name}")
+        check_disjoint(masks)
         y = getattr(data, "y", None)
         if y is None:
             raise ValueError("data.y is missing; fit needs the labels of the training nodes")
         if not isinstance(y, Tensor) or y.dim() != 1 or y.numel() != n:
             raise ValueError(f"data.y must be a 1-D tensor of length {n} (single-label classes)")
-        if y.is_floating_point() and not torch.equal(y[train], y[train].round()):
+        y_train = y[train_index]
+        if y_train.dtype == torch.bool or (y_train.is_floating_point()
+                                          and not torch.equal(y_train, y_train.round())):
             raise TypeError("data.y must hold integer class ids on the training nodes")
         # Only the training labels are ever read: everything else is -1 from here on.
-        y_train = y[train_index].long()
+        y_train = y_train.long()
         if int(y_train.min()) < 0:
-            raise ValueError("data.y has negative class ids on training nodes")
+            raise ValueError("data.y has negative class ids on training nodes (y = -1 marks unlabelled nodes, "
+                             "which must not be in data.train_mask)")
+        check_train_classes(y_train)
         c = int(y_train.max()) + 1
         if self.num_classes is not None:
             if self.num_classes < c:
@@ -160,6 +165,7 @@ class GraphAny:
         self.classes_ = torch.arange(c)
         self.n_features_in_ = int(data.x.size(1))
         self.train_index_ = train_index
+        self.train_labels_ = y_train
         self._cache = None
         self._cache = self._compute(data, features)
         return self
@@ -167,9 +173,7 @@ class GraphAny:
     # -- inference -------------------------------------------------------------------------------
     def _check_fitted(self) -> None:
         if not hasattr(self, "channel_weights_"):
-            from sklearn.exceptions import NotFittedError  # lazy: importing sklearn costs ~1 s
-
-            raise NotFittedError("this GraphAny is not fitted yet; call fit(data) first")
+            raise not_fitted("GraphAny")
 
     @staticmethod
     def _key(data):
@@ -238,15 +242,8 @@ class GraphAny:
     def score(self, data, mask=None) -> float:
         """Accuracy on ``mask`` (boolean or node ids; default ``data.test_mask``)."""
         self._check_fitted()
-        n = data.num_nodes
-        mask = _as_mask(mask if mask is not None else getattr(data, "test_mask", None), n,
-                        "mask" if mask is not None else "data.test_mask")
-        if int(mask.sum()) == 0:
-            raise ValueError("the evaluation mask selects no nodes")
-        if getattr(data, "y", None) is None:
-            raise ValueError("data.y is missing; score needs the labels of the evaluated nodes")
-        pred = self.predict(data)
-        return float((pred[mask] == data.y[mask].long().cpu()).float().mean())
+        mask, y = check_eval_labels(data, mask, self.train_labels_)
+        return float((self.predict(data)[mask] == y).float().mean())
 
     def __repr__(self) -> str:
         m = self.model

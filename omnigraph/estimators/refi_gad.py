@@ -26,7 +26,7 @@ import os
 import torch
 from torch import Tensor
 
-from omnigraph.estimators.detector import GeneralistDetector
+from omnigraph.estimators.detector import GeneralistDetector, check_sources
 from omnigraph.estimators.fingerprint import graph_fingerprint
 from omnigraph.models.refi_gad import REFIGADNet
 
@@ -41,9 +41,10 @@ class REFIGAD(GeneralistDetector):
         seed: seeds pretraining (initialisation, dropout, episodes) and benchmark support draws.
         verbose: 0 silent; >0 shows the Lightning progress bar during ``fit``.
         device: where scoring runs (default CPU).
-        epochs, episodes_per_graph, shots, num_query_normal, num_query_anomaly, lr, weight_decay,
-            pos_weight, legacy_logit_bce: pretraining (release values: 100, 20, 50, 500, 50,
-            1e-4, 5e-5, 4.0; ``legacy_logit_bce=False`` uses a proper BCE, see
+        epochs, episodes_per_graph, shots, num_query_normal, num_query_anomaly: pretraining
+            schedule (release values: 100, 20, 50, 500, 50).
+        lr, weight_decay, pos_weight, legacy_logit_bce: pretraining optimiser and loss (release
+            values: 1e-4, 5e-5, 4.0; ``legacy_logit_bce=False`` uses a proper BCE, see
             :meth:`REFIGADNet.loss`).
         d_model, num_heads, num_layers, ff_dim, dropout, temperature: architecture of a fresh model.
         sim_scale, ties: fingerprint settings of a fresh model (a checkpoint brings its own).
@@ -106,6 +107,7 @@ class REFIGAD(GeneralistDetector):
         if isinstance(graphs, (Data, str)):
             graphs = [graphs]
             label = None if label is None else [label]
+        check_sources(graphs, label)
         self.model_ = pretrain_refi_gad(
             graphs, epochs=self.epochs, episodes_per_graph=self.episodes_per_graph, shots=self.shots,
             num_query_normal=self.num_query_normal, num_query_anomaly=self.num_query_anomaly, lr=self.lr,

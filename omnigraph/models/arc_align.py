@@ -30,27 +30,8 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
+from omnigraph.datasets.flags import graph_flag
 from omnigraph.ops import simple_undirected
-
-
-def graph_flag(data, name: str, value: bool | None, default: bool) -> bool:
-    """Per-graph preprocessing flag: an explicit ``value`` wins, then ``data.<name>``, then ``default``.
-
-    The dataset layer records ARC's per-name preprocessing as metadata on the ``Data`` object
-    (``row_normalize``: Amazon/YelpChi/Tolokers/T-Finance; ``self_loops=False``: YelpChi/Facebook).
-    """
-    if value is not None:
-        return bool(value)
-    attr = getattr(data, name, None) if data is not None else None
-    if attr is None:
-        return default
-    if isinstance(attr, Tensor):
-        if attr.numel() != 1:
-            raise ValueError(f"data.{name} must be a single boolean flag, got a tensor of shape {list(attr.shape)}")
-        attr = attr.item()
-    if not isinstance(attr, (bool, int, np.bool_, np.integer)):
-        raise TypeError(f"data.{name} must be a boolean flag, got {type(attr).__name__}")
-    return bool(attr)
 
 
 def normalize_rows(x: Tensor) -> Tensor:
@@ -149,3 +130,6 @@ class ARCAlign(BaseTransform):
         return f"{type(self).__name__}(d={self.d}, projection_dim={self.projection_dim}, " \
                f"row_normalize={self.row_normalize}, random_state={self.random_state})"
 
+
+# graph_flag moved to omnigraph.datasets.flags; re-exported here for existing imports
+__all__ = ["ARCAlign", "graph_flag", "normalize_rows", "smoothness"]

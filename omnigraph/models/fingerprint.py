@@ -58,6 +58,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from omnigraph.ops import propagate, simple_undirected, sym_adjacency
+from omnigraph.validation import check_memory
 
 COLUMNS = ("gd", "nd", "np", "degree", "lc")
 _EPS_DEG = 1e-8  # the release's denominator guard for ND / NP
@@ -182,7 +183,7 @@ class RelationalFingerprint:
             (default ``True``).
         row_normalize: divide each feature row by its sum first (Amazon, YelpChi, Tolokers,
             T-Finance in the release); ``None`` reads ``data.row_normalize`` (default ``False``).
-        sim_scale: ``"edges"`` (min-max of the dot products over the edges; default, O(|E| d)) or
+        sim_scale: ``"edges"`` (min-max of the dot products over the edges; default, ``O(|E| d)``) or
             ``"global"`` (over all N^2 pairs as the released dense path, without storing them).
         ties: ``"ordinal"`` (stable ordinal ranks) or ``"average"``.
         rank: apply the rank transform (``False`` returns the raw statistics).
@@ -302,6 +303,8 @@ class RelationalFingerprint:
         if need > self.max_dense_bytes:
             raise ValueError(f"reference=True needs about {need / 2**30:.1f} GiB of dense N x N matrices for "
                              f"N={n} (max_dense_bytes={self.max_dense_bytes}); use the default sparse path")
+        check_memory(need, f"the dense reference fingerprint (six {n} x {n} matrices)",
+                     "use the default sparse path (reference=False), which never forms an N x N matrix")
         ei = simple_undirected(edge_index, n, self_loops=False)
         b = torch.zeros(n, n, dtype=x.dtype)
         b[ei[0], ei[1]] = 1.0

@@ -45,6 +45,7 @@ from torch import Tensor, nn
 from omnigraph.hub import PretrainedMixin, register_model
 from omnigraph.ops import rw_adjacency, sym_adjacency
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
+from omnigraph.validation import check_memory
 
 
 def _powers(op: Tensor, op_t: Tensor | None, x: Tensor, hops: int) -> list[Tensor]:
@@ -70,7 +71,7 @@ class RGVTOperators(NamedTuple):
     def num_nodes(self) -> int:
         return self.rw.size(0)
 
-    def to(self, *args) -> "RGVTOperators":
+    def to(self, *args) -> RGVTOperators:
         return RGVTOperators(*(None if m is None else m.to(*args) for m in self))
 
 
@@ -132,10 +133,11 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     """
 
     model_type = "rgvt"
-    #: floats in one chunk's view tensor when ``chunk_size`` is None (32 MB; a step's working set
-    #: is about 2.5x that). Small buffers are reused by the allocator instead of being mapped
-    #: and page-faulted afresh at every step, which made full-width steps ~1.5x slower on CPU.
-    chunk_floats: int = 1 << 23
+    #: floats in one chunk's ``2K+1`` views when ``chunk_size`` is None (128 MB; a step's working
+    #: set is about 1.2x that without autograd). Wide enough for efficient SpMM (chunks narrower
+    #: than ~200 columns made a Coauthor-Physics step 2.3x slower on CPU), small enough to bound
+    #: memory on wide graphs.
+    chunk_floats: int = 1 << 25
     #: entries per block when phi is applied without autograd (keeps its temporaries in cache)
     phi_block: int = 1 << 16
 
@@ -212,8 +214,13 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         if chunk_size is not None:
             if isinstance(chunk_size, bool) or int(chunk_size) < 1:
                 raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
-            return min(int(chunk_size), max(num_features, 1))
-        return min(max(num_features, 1), max(1, self.chunk_floats // (self.num_views * max(num_nodes, 1))))
+            cols = min(int(chunk_size), max(num_features, 1))
+        else:
+            cols = min(max(num_features, 1), max(1, self.chunk_floats // (self.num_views * max(num_nodes, 1))))
+        # memory guard before the views [2K+1, N, cols] of a chunk are allocated (float32)
+        check_memory(4 * self.num_views * num_nodes * cols, f"RGVT views [{self.num_views}, {num_nodes}, {cols}]",
+                     "pass a smaller chunk_size (feature columns per chunk; results do not depend on it)")
+        return cols
 
     # ------------------------------------------------------------------ computation
     def view_list(self, x: Tensor, operators: RGVTOperators) -> list[Tensor]:

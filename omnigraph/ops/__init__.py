@@ -6,10 +6,14 @@ from omnigraph.ops.adjacency import (
                                      simple_undirected,
                                      sym_adjacency,
 )
+from omnigraph.ops.distributed import column_parallel, column_range, gather_columns
 from omnigraph.ops.propagate import available_backends, propagate, spmm
 
 __all__ = [
                                      "available_backends",
+                                     "column_parallel",
+                                     "column_range",
+                                     "gather_columns",
                                      "identity_minus",
                                      "mean_adjacency",
                                      "propagate",

@@ -14,9 +14,7 @@ deterministic function of the seed, also when DDP splits the graphs across ranks
 """
 from __future__ import annotations
 
-import logging
 import os
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +25,13 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
+from omnigraph.datasets.flags import graph_flag
 from omnigraph.models.arc import ARCModel, arc_features
-from omnigraph.models.arc_align import graph_flag
+from omnigraph.training._trainer import fit_lightning, resolve_resume
 from omnigraph.validation import check_graph
+
+#: the best-epoch Lightning checkpoint of a run with ``out_dir`` (``last.ckpt``, to resume, is written as well)
+CHECKPOINT = {"monitor": "train_loss_epoch", "mode": "min"}
 
 
 def episode_generator(seed: int, epoch: int, graph: int) -> torch.Generator:
@@ -96,7 +98,9 @@ class ARCPretrainModule(L.LightningModule):
         h = self.model.encode(xs)
         n_n, n_a = normals.numel(), anomalies.numel()
         loss = self.model.loss(h[:n_n], h[n_n:n_n + n_a], h[n_n + n_a:])
-        self.log("train_loss", loss, prog_bar=True, on_step=True, on_epoch=True, batch_size=1)
+        # train_loss: every rank logs it each step, so under DDP report (and monitor) the rank mean;
+        # loss_graph{g} is logged by the rank that drew graph g only, so it cannot be synchronised
+        self.log("train_loss", loss, prog_bar=True, on_step=True, on_epoch=True, batch_size=1, sync_dist=True)
         self.log(f"loss_graph{g}", loss, on_step=False, on_epoch=True, batch_size=1)
         return loss
 
@@ -161,7 +165,8 @@ def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | l
                  num_layers: int = 3, num_hops: int = 2, act: str = "elu", dropout: float = 0.0,
                  row_normalize: bool | None = None, self_loops: bool | None = None, label: Sequence | None = None,
                  model: ARCModel | None = None, max_queries: int | None = None,
-                 progress_bar: bool = True) -> ARCModel:
+                 progress_bar: bool = True, num_nodes: int = 1, resume_from: str | os.PathLike | None = None,
+                 callbacks: Sequence | None = None) -> ARCModel:
     """Pretrain ARC on labelled source graphs (spec §6.4); defaults are ``params/ARC_10.json``.
 
     Args:
@@ -171,9 +176,14 @@ def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | l
             override them for every graph.
         epochs: passes over the source list (one episode per graph per epoch).
         seed: seeds the initialisation and every episode; same seed, same model on CPU.
-        devices, strategy, accelerator: passed to ``lightning.Trainer``.
+        devices, strategy, accelerator, num_nodes: passed to ``lightning.Trainer``.
         out_dir: if given, CSV logs (``out_dir/logs``), Lightning checkpoints
-            (``out_dir/checkpoints``) and the final model (``out_dir/model``, safetensors) go there.
+            (``out_dir/checkpoints``, with ``last.ckpt``) and the final model (``out_dir/model``,
+            safetensors) go there.
+        resume_from: continue an interrupted run from its Lightning checkpoint: ``"last"``
+            (``out_dir/checkpoints/last.ckpt``) or a ``.ckpt`` path; pass the arguments of the
+            interrupted run. The result equals that of an uninterrupted run.
+        callbacks: extra Lightning callbacks.
         model: continue from this model instead of a fresh one (its architecture wins).
         label: optional per-graph label overrides.
         max_queries: at most this many anomalous queries per episode (``None``: all, as ARC).
@@ -187,6 +197,7 @@ def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | l
         raise ValueError(f"num_context must be >= 1, got {num_context}")
     if max_queries is not None and max_queries < 1:
         raise ValueError(f"max_queries must be None or >= 1, got {max_queries}")
+    resolve_resume(resume_from, out_dir)  # fail before the sources are prepared
     if model is None:
         with torch.random.fork_rng(devices=[]):  # seed the init without touching the caller's RNG
             torch.manual_seed(seed)
@@ -202,34 +213,14 @@ def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | l
                                   row_normalize=row_normalize, self_loops=self_loops, label=label)
     module = ARCPretrainModule(model, sources.features, sources.labels, lr=lr, weight_decay=weight_decay,
                                num_context=num_context, seed=seed, max_queries=max_queries)
-    callbacks, logger = [], False
-    if out_dir is not None:
-        from lightning.pytorch.callbacks import ModelCheckpoint
-        from lightning.pytorch.loggers import CSVLogger
-
-        out_dir = Path(out_dir)
-        logger = CSVLogger(str(out_dir), name="logs")
-        callbacks.append(ModelCheckpoint(dirpath=str(out_dir / "checkpoints"), save_last=True,
-                                         monitor="train_loss_epoch", mode="min"))
-    pl_logger = logging.getLogger("lightning.pytorch")
-    level = pl_logger.level
-    if not progress_bar:  # quiet mode also drops Lightning's banner ("GPU available: ...")
-        pl_logger.setLevel(logging.WARNING)
-    try:
-        trainer = L.Trainer(max_epochs=int(epochs), accelerator=accelerator, devices=devices, strategy=strategy,
-                            logger=logger, callbacks=callbacks, enable_checkpointing=out_dir is not None,
-                            enable_progress_bar=progress_bar, enable_model_summary=False,
-                            log_every_n_steps=1, num_sanity_val_steps=0)
-        with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
-            # one graph per step by design: the data loader has nothing for workers to do
-            warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-            warnings.filterwarnings("ignore", message=".*number of training batches.*")
-            trainer.fit(module)
-    finally:
-        pl_logger.setLevel(level)
+    with torch.random.fork_rng(devices=[]):
+        trainer = fit_lightning(module, max_epochs=int(epochs), out_dir=out_dir, checkpoint=CHECKPOINT,
+                                callbacks=callbacks, resume_from=resume_from, accelerator=accelerator,
+                                devices=devices, strategy=strategy, num_nodes=num_nodes, progress_bar=progress_bar,
+                                quiet=not progress_bar, log_every_n_steps=1)
     model = module.model.cpu().eval()
     if out_dir is not None and trainer.is_global_zero:
-        model.save_pretrained(out_dir / "model", card={
+        model.save_pretrained(Path(out_dir) / "model", card={
             "method": "ARC (Liu et al., NeurIPS 2024)", "epochs": int(epochs), "seed": seed, "lr": lr,
             "weight_decay": weight_decay, "num_context": num_context, "max_queries": max_queries,
             "num_sources": len(sources.features)})

@@ -21,7 +21,7 @@ the same seed gives the same weights on the CPU.
 from __future__ import annotations
 
 import os
-import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from omnigraph.models.graphany import GraphAnyModel
+from omnigraph.training._trainer import fit_lightning, resolve_resume
 from omnigraph.validation import check_graph
 
 
@@ -124,10 +125,25 @@ class GraphAnyModule(L.LightningModule):
         self.val_graphs = [g for g in (graphs if val_graphs is None else val_graphs) if g.val_logits is not None]
         self.lr, self.weight_decay, self.batch_size, self.seed = lr, weight_decay, batch_size, seed
         self.generator = torch.Generator().manual_seed(seed)
+        self._restored_generator: Tensor | None = None
         self.history: list[dict] = []
 
     def on_fit_start(self) -> None:
         self.generator = torch.Generator().manual_seed(self.seed + 100_003 * self.global_rank)
+        if self._restored_generator is not None:  # resumed run: continue the batch stream
+            self.generator.set_state(self._restored_generator)
+            self._restored_generator = None
+
+    # the batch generator and the history are not in the state dict: carry them in checkpoints so
+    # that a resumed run ends with the weights of an uninterrupted one
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["graphany"] = {"generator": self.generator.get_state(), "history": list(self.history)}
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        state = checkpoint.get("graphany")
+        if state is not None:
+            self._restored_generator = state["generator"]
+            self.history = [dict(h) for h in state["history"]]
 
     def graph_loss(self, graph: GraphAnyGraph) -> Tensor:
         """Cross-entropy of one sampled batch of ``graph`` (spec §3.6 step 1-5)."""
@@ -198,7 +214,9 @@ def pretrain_graphany(data_or_list, steps: int | None = 1000, seed: int = 0, ent
                       lr: float = 2e-4, weight_decay: float = 0.02, batch_size: int = 128, eval_every: int = 5,
                       val_data=None, names: list[str] | None = None, accelerator: str = "auto",
                       devices="auto", strategy: str = "auto", num_nodes: int = 1,
-                      out_dir: str | os.PathLike | None = None, progress_bar: bool = True) -> GraphAnyModel:
+                      out_dir: str | os.PathLike | None = None, progress_bar: bool = True,
+                      resume_from: str | os.PathLike | None = None,
+                      callbacks: Sequence | None = None) -> GraphAnyModel:
     """Train a GraphAny attention MLP on one or more labelled source graphs.
 
     Args:
@@ -216,9 +234,15 @@ def pretrain_graphany(data_or_list, steps: int | None = 1000, seed: int = 0, ent
         accelerator, devices, strategy, num_nodes: passed to ``lightning.Trainer``. Under DDP
             every process draws its own batches (seed offset by rank); the learning rate is
             not scaled by the number of devices.
-        out_dir: if given, CSV logs go to ``out_dir/logs`` and the final model to
-            ``out_dir/model`` (``save_pretrained`` format); otherwise nothing is written.
+        out_dir: if given, CSV logs go to ``out_dir/logs``, a resumable Lightning checkpoint
+            (every ``eval_every`` steps) to ``out_dir/checkpoints/last.ckpt`` and the final model
+            to ``out_dir/model`` (``save_pretrained`` format); otherwise nothing is written.
         progress_bar: show Lightning's progress bar.
+        resume_from: continue an interrupted run from its Lightning checkpoint: ``"last"``
+            (``out_dir/checkpoints/last.ckpt``) or a ``.ckpt`` path; pass the arguments of the
+            interrupted run. In a single process on the CPU the result equals that of an
+            uninterrupted run (under DDP only rank 0's batch generator is checkpointed).
+        callbacks: extra Lightning callbacks.
 
     Returns:
         The final :class:`GraphAnyModel` (eval mode, CPU); ``model.training_history_`` lists
@@ -230,6 +254,7 @@ def pretrain_graphany(data_or_list, steps: int | None = 1000, seed: int = 0, ent
     steps = 1000 if steps is None else int(steps)
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
+    resolve_resume(resume_from, out_dir)  # fail before the channels are propagated
     names = list(names) if names is not None else [f"graph{i}" for i in range(len(sources))]
     if len(names) != len(sources) or len(set(names)) != len(names):
         raise ValueError("names must give one distinct name per source graph")
@@ -243,24 +268,17 @@ def pretrain_graphany(data_or_list, steps: int | None = 1000, seed: int = 0, ent
         val_graphs = graphs + [GraphAnyGraph.from_data(model, d, f"val{i}") for i, d in enumerate(extra)]
     module = GraphAnyModule(model, graphs, val_graphs, lr=lr, weight_decay=weight_decay, batch_size=batch_size,
                             seed=seed)
-    logger = False
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        logger = L.pytorch.loggers.CSVLogger(str(out_dir), name="logs")
-    trainer = L.Trainer(max_epochs=steps, limit_train_batches=1, check_val_every_n_epoch=eval_every,
-                        limit_val_batches=1 if module.val_graphs else 0, num_sanity_val_steps=0, accelerator=accelerator, devices=devices, strategy=strategy,
-                        num_nodes=num_nodes,
-                        logger=logger, enable_checkpointing=False, enable_progress_bar=progress_bar,
-                        enable_model_summary=False, log_every_n_steps=1,
-                        default_root_dir=str(out_dir) if out_dir is not None else None)
-    with warnings.catch_warnings():
-        # one dummy item per epoch: worker processes would only add overhead
-        warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-        trainer.fit(module)
+    trainer = fit_lightning(module, max_epochs=steps, out_dir=out_dir, checkpoint=None,
+                            last_every_n_epochs=eval_every,  # a step takes milliseconds: not every step
+                            callbacks=callbacks, resume_from=resume_from, accelerator=accelerator, devices=devices,
+                            strategy=strategy, num_nodes=num_nodes, progress_bar=progress_bar,
+                            limit_train_batches=1, check_val_every_n_epoch=eval_every,
+                            limit_val_batches=1 if module.val_graphs else 0, log_every_n_steps=1,
+                            default_root_dir=str(out_dir) if out_dir is not None else None)
     model = module.model.cpu().eval()
     model.training_history_ = module.history
     if out_dir is not None and trainer.is_global_zero:
-        model.save_pretrained(out_dir / "model", card={
+        model.save_pretrained(Path(out_dir) / "model", card={
             "trained_on": names, "steps": steps, "seed": seed, "lr": lr, "weight_decay": weight_decay,
             "batch_size": batch_size, "paper": "Zhao et al., ICLR 2025 (GraphAny)"})
     return model

@@ -16,7 +16,6 @@ initialisation and dropout by ``seed``: the same seed gives the same model on CP
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,10 +26,14 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
 from omnigraph.models.refi_gad import REFIGADNet
+from omnigraph.training._trainer import fit_lightning, resolve_resume
 
 #: values in effect in the released ``main.py`` (spec §5.7)
 REFI_GAD_DEFAULTS = {"epochs": 100, "episodes_per_graph": 20, "shots": 50, "num_query_normal": 500,
                      "num_query_anomaly": 50, "lr": 1e-4, "weight_decay": 5e-5, "pos_weight": 4.0}
+
+#: the best-epoch Lightning checkpoint of a run with ``out_dir`` (``last.ckpt``, to resume, is written as well)
+CHECKPOINT = {"monitor": "train_loss_epoch", "mode": "min"}
 
 
 def episode_generator(seed: int, epoch: int, index: int) -> torch.Generator:
@@ -131,8 +134,9 @@ class REFIGADPretrainModule(L.LightningModule):
         score = self.model(p_n, p_a, p_q)
         loss = self.model.loss(score, y_q, self.pos_weight, self.legacy_logit_bce)
         gap = score[y_q == 1].mean() - score[y_q == 0].mean() if bool((y_q == 1).any()) else score.new_zeros(())
-        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=1)
-        self.log("train_score_gap", gap, on_step=False, on_epoch=True, batch_size=1)
+        # sync_dist: under DDP every rank logs these keys each step; report (and monitor) the rank mean
+        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=1, sync_dist=True)
+        self.log("train_score_gap", gap, on_step=False, on_epoch=True, batch_size=1, sync_dist=True)
         return loss
 
     def configure_optimizers(self):
@@ -185,7 +189,9 @@ def pretrain_refi_gad(graphs, epochs: int = 100, episodes_per_graph: int = 20, s
                       strategy: str = "auto", accelerator: str = "cpu", progress_bar: bool = True,
                       model: REFIGADNet | None = None, label: Sequence | None = None,
                       fingerprint: dict | None = None, row_normalize: bool | None = None,
-                      self_loops: bool | None = None, card: dict | None = None, **model_kwargs) -> REFIGADNet:
+                      self_loops: bool | None = None, card: dict | None = None, num_nodes: int = 1,
+                      resume_from: str | os.PathLike | None = None, callbacks: Sequence | None = None,
+                      **model_kwargs) -> REFIGADNet:
     """Pretrain REFI-GAD on labelled source graphs (spec §5.5); defaults are the release's.
 
     Args:
@@ -194,9 +200,15 @@ def pretrain_refi_gad(graphs, epochs: int = 100, episodes_per_graph: int = 20, s
         epochs, episodes_per_graph, shots, num_query_normal, num_query_anomaly: the schedule.
         lr, weight_decay, pos_weight, legacy_logit_bce: optimiser and loss.
         seed: seeds the initialisation, dropout and every episode.
-        out_dir: CSV logs (``out_dir/logs``), Lightning checkpoints (``out_dir/checkpoints``) and
-            the final model (``out_dir/model``, safetensors) go there.
-        devices, strategy, accelerator, progress_bar: passed to ``lightning.Trainer``.
+        out_dir: CSV logs (``out_dir/logs``), Lightning checkpoints (``out_dir/checkpoints``,
+            with ``last.ckpt``) and the final model (``out_dir/model``, safetensors) go there.
+        devices, strategy, accelerator, num_nodes, progress_bar: passed to ``lightning.Trainer``.
+            Under DDP the episodes of an epoch are split across the processes (one per step
+            each) and their gradients averaged.
+        resume_from: continue an interrupted run from its Lightning checkpoint: ``"last"``
+            (``out_dir/checkpoints/last.ckpt``) or a ``.ckpt`` path; pass the arguments of the
+            interrupted run. On the CPU the result equals that of an uninterrupted run.
+        callbacks: extra Lightning callbacks.
         model: continue from this model (its architecture wins over ``model_kwargs``).
         label: optional per-graph label overrides.
         fingerprint: ``{"sim_scale": ..., "ties": ...}``, recorded in the model's config.
@@ -211,6 +223,7 @@ def pretrain_refi_gad(graphs, epochs: int = 100, episodes_per_graph: int = 20, s
             raise ValueError(f"{key} must be a positive integer, got {value}")
     if num_query_normal < 1 or num_query_anomaly < 0:
         raise ValueError("num_query_normal must be >= 1 and num_query_anomaly >= 0")
+    resolve_resume(resume_from, out_dir)  # fail before the fingerprints are computed
     fp_cfg = {"sim_scale": "edges", "ties": "ordinal", **(fingerprint or {})}
     if model is None:
         with torch.random.fork_rng(devices=[]):  # seed the init without touching the caller's RNG
@@ -222,26 +235,15 @@ def pretrain_refi_gad(graphs, epochs: int = 100, episodes_per_graph: int = 20, s
         fps, labels = source_fingerprints(graphs, model.fingerprint, row_normalize, self_loops, label)
     dataset = EpisodeDataset(fps, labels, episodes_per_graph, shots, num_query_normal, num_query_anomaly, seed)
     module = REFIGADPretrainModule(model, lr, weight_decay, pos_weight, legacy_logit_bce)
-    callbacks, logger = [], False
-    if out_dir is not None:
-        from lightning.pytorch.callbacks import ModelCheckpoint
-        from lightning.pytorch.loggers import CSVLogger
-
-        out_dir = Path(out_dir)
-        logger = CSVLogger(str(out_dir), name="logs")
-        callbacks.append(ModelCheckpoint(dirpath=str(out_dir / "checkpoints"), save_last=True,
-                                         monitor="train_loss_epoch", mode="min"))
-    trainer = L.Trainer(max_epochs=int(epochs), accelerator=accelerator, devices=devices, strategy=strategy,
-                        logger=logger, callbacks=callbacks, enable_checkpointing=out_dir is not None,
-                        enable_progress_bar=progress_bar, enable_model_summary=False,
-                        log_every_n_steps=10, num_sanity_val_steps=0)
-    with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
-        warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-        torch.manual_seed(seed)  # dropout
-        trainer.fit(module, datamodule=EpisodeDataModule(dataset))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # dropout (a resumed run restores the RNG state from its checkpoint)
+        trainer = fit_lightning(module, max_epochs=int(epochs), datamodule=EpisodeDataModule(dataset),
+                                out_dir=out_dir, checkpoint=CHECKPOINT, callbacks=callbacks, resume_from=resume_from,
+                                accelerator=accelerator, devices=devices, strategy=strategy, num_nodes=num_nodes,
+                                progress_bar=progress_bar, log_every_n_steps=10)
     model = module.model.cpu().eval()
     if out_dir is not None and trainer.is_global_zero:
-        model.save_pretrained(out_dir / "model", card={
+        model.save_pretrained(Path(out_dir) / "model", card={
             "method": "REFI-GAD (Liu et al., ICML 2026)", "epochs": int(epochs), "seed": seed,
             "episodes_per_graph": episodes_per_graph, "shots": shots, "lr": lr, "weight_decay": weight_decay,
             "num_sources": len(fps), **(card or {})})

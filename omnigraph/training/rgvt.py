@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import os
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,11 @@ from torch.utils.data import DataLoader
 
 from omnigraph.models.rgvt import RGVTEncoder, RGVTOperators
 from omnigraph.models.rgvt_head import RGVTHead
+from omnigraph.training._trainer import fit_lightning, resolve_resume
 from omnigraph.validation import check_graph, check_node_labels
+
+#: the best-validation Lightning checkpoint of a run with ``out_dir`` (``last.ckpt``, to resume, is written as well)
+CHECKPOINT = {"monitor": "val_acc", "mode": "max", "save_top_k": 1, "filename": "best-{epoch}-{val_acc:.4f}"}
 
 
 @dataclass
@@ -161,13 +164,27 @@ class RGVTPretrainModule(L.LightningModule):
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)
 
+    # the best-validation bookkeeping lives outside the state dict: carry it in checkpoints so
+    # that a resumed run returns the same encoder as an uninterrupted one
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["rgvt_best"] = {"val_acc": self.best_val_acc, "epoch": self.best_epoch,
+                                   "encoder_state": self.best_encoder_state, "train_losses": list(self.train_losses)}
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        best = checkpoint.get("rgvt_best")
+        if best is not None:
+            self.best_val_acc, self.best_epoch = float(best["val_acc"]), int(best["epoch"])
+            self.best_encoder_state = best["encoder_state"]
+            self.train_losses = [float(v) for v in best["train_losses"]]
+
 
 def pretrain_rgvt(graphs, max_depth: int = 8, max_epochs: int | None = 2500, patience: int = 200, seed: int = 0,
                   devices: int | str | list = "auto", strategy: str = "auto", accelerator: str = "auto",
                   num_nodes: int = 1, out_dir: str | os.PathLike | None = None, lr: float = 5e-3,
                   weight_decay: float = 0.0, head: str = "mlp", hidden_channels: int = 128, adj_max_hop: int = 2,
                   vt_depth: int = 2, encoder: RGVTEncoder | None = None, chunk_size: int | None = None,
-                  progress_bar: bool = True) -> RGVTEncoder:
+                  progress_bar: bool = True, resume_from: str | os.PathLike | None = None,
+                  callbacks: Sequence | None = None) -> RGVTEncoder:
     """Pretrain an RGVT encoder on one or more labelled source graphs (spec 2.6).
 
     Args:
@@ -177,10 +194,16 @@ def pretrain_rgvt(graphs, max_depth: int = 8, max_epochs: int | None = 2500, pat
         max_epochs: epoch budget (one full-batch step each; None: 2500).
         patience: stop after this many epochs without a strict gain in validation accuracy.
         seed: seeds the encoder and head initialisation; same seed, same encoder on CPU.
-        devices, strategy, accelerator, num_nodes: passed to ``lightning.Trainer``.
-        out_dir: if given, CSV logs (``out_dir/logs``), the best Lightning checkpoint
-            (``out_dir/checkpoints``) and the returned encoder (``out_dir/model``) go there.
+        devices, strategy, accelerator, num_nodes: passed to ``lightning.Trainer``. Under DDP
+            every process trains on the full batch of every graph, so the averaged gradient is
+            the single-process one.
+        out_dir: if given, CSV logs (``out_dir/logs``), the best and the last Lightning
+            checkpoints (``out_dir/checkpoints``) and the returned encoder (``out_dir/model``) go there.
         encoder: continue from this encoder instead of a fresh one.
+        resume_from: continue an interrupted run from its Lightning checkpoint: ``"last"``
+            (``out_dir/checkpoints/last.ckpt``) or a ``.ckpt`` path; pass the arguments of the
+            interrupted run. On the CPU the result equals that of an uninterrupted run.
+        callbacks: extra Lightning callbacks.
 
     Returns:
         the encoder at the best validation epoch, on CPU, in eval mode. Its ``card_`` dict
@@ -190,6 +213,7 @@ def pretrain_rgvt(graphs, max_depth: int = 8, max_epochs: int | None = 2500, pat
     if max_epochs < 1 or patience < 1 or max_depth < 1:
         raise ValueError(f"max_epochs, patience and max_depth must be >= 1, got {max_epochs}, {patience}, "
                          f"{max_depth}")
+    resolve_resume(resume_from, out_dir)  # fail before the operators are built
     data = FullBatchGraphs(graphs)
     data.setup()
     if encoder is None:
@@ -198,27 +222,14 @@ def pretrain_rgvt(graphs, max_depth: int = 8, max_epochs: int | None = 2500, pat
     module = RGVTPretrainModule(encoder, [s.x.size(1) for s in data.sources], [s.num_classes for s in data.sources],
                                 max_depth=max_depth, lr=lr, weight_decay=weight_decay, head=head,
                                 hidden_channels=hidden_channels, seed=seed + 1, chunk_size=chunk_size)
-    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
-    from lightning.pytorch.loggers import CSVLogger
+    from lightning.pytorch.callbacks import EarlyStopping
 
     # min_delta=0 with mode="max" stops after `patience` epochs without a strict gain
-    callbacks = [EarlyStopping(monitor="val_acc", mode="max", patience=patience, min_delta=0.0)]
-    logger = False
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        logger = CSVLogger(str(out_dir), name="logs")
-        callbacks.append(ModelCheckpoint(dirpath=str(out_dir / "checkpoints"), monitor="val_acc", mode="max",
-                                         save_top_k=1, filename="best-{epoch}-{val_acc:.4f}"))
-    trainer = L.Trainer(max_epochs=max_epochs, accelerator=accelerator, devices=devices, strategy=strategy,
-                        num_nodes=num_nodes, logger=logger, callbacks=callbacks,
-                        enable_checkpointing=out_dir is not None, enable_progress_bar=progress_bar,
-                        enable_model_summary=False, log_every_n_steps=1, num_sanity_val_steps=0,
-                        check_val_every_n_epoch=1, deterministic=False)
-    with warnings.catch_warnings():
-        # one full-batch step per epoch by design: nothing for loader workers to do
-        warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-        warnings.filterwarnings("ignore", message=".*number of training batches.*")
-        trainer.fit(module, datamodule=data)
+    early = EarlyStopping(monitor="val_acc", mode="max", patience=patience, min_delta=0.0)
+    trainer = fit_lightning(module, max_epochs=max_epochs, datamodule=data, out_dir=out_dir, checkpoint=CHECKPOINT,
+                            callbacks=[early, *(callbacks or [])], resume_from=resume_from, accelerator=accelerator,
+                            devices=devices, strategy=strategy, num_nodes=num_nodes, progress_bar=progress_bar,
+                            log_every_n_steps=1, check_val_every_n_epoch=1, deterministic=False)
     encoder = copy.deepcopy(module.encoder).cpu().eval()
     if module.best_encoder_state is not None:
         encoder.load_state_dict(module.best_encoder_state)
@@ -227,7 +238,7 @@ def pretrain_rgvt(graphs, max_depth: int = 8, max_epochs: int | None = 2500, pat
                      "best_epoch": module.best_epoch, "best_val_acc": round(module.best_val_acc, 6),
                      "num_sources": len(data.sources)}
     if out_dir is not None and trainer.is_global_zero:
-        encoder.save_pretrained(out_dir / "model", card=encoder.card_)
+        encoder.save_pretrained(Path(out_dir) / "model", card=encoder.card_)
     return encoder
 
 
