@@ -302,6 +302,9 @@ def test_yandex_download_is_verified(data_root, tmp_path, monkeypatch):
         dst = Path(folder) / url.rsplit("/", 1)[1]
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(data_root / "yandex" / served["file"], dst)
+        if served.get("cut"):  # the connection drops half-way through
+            dst.write_bytes(dst.read_bytes()[: dst.stat().st_size // 2])
+            raise ConnectionResetError("connection reset by peer")
         return str(dst)
 
     monkeypatch.setattr(torch_geometric.data, "download_url", fake_download)
@@ -310,7 +313,11 @@ def test_yandex_download_is_verified(data_root, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="checksum mismatch for the downloaded"):
         load_dataset("cornell", data_root=[str(empty)], root=tmp_path / "cache")
     assert not (tmp_path / "cache" / "yandex" / "cornell.npz").exists()
-    served["file"] = "cornell.npz"
+    served.update(file="cornell.npz", cut=True)
+    with pytest.raises(DatasetNotAvailableError, match="downloading failed.*connection reset"):
+        load_dataset("cornell", data_root=[str(empty)], root=tmp_path / "cache")
+    assert not list((tmp_path / "cache" / "yandex").iterdir())  # nothing half-written is left behind
+    served["cut"] = False
     data = load_dataset("cornell", data_root=[str(empty)], root=tmp_path / "cache")
     assert data.num_nodes == 183 and int(data.val_mask.sum()) == 59
 

@@ -164,3 +164,30 @@ def test_corrupt_cached_copy_gives_a_clear_error(data_root, tmp_path):
         load_dataset("gad/facebook", root=tmp_path, data_root=data_root)
     cached.unlink()  # deleting it makes the next load copy it again from the mirror
     assert torch.equal(load_dataset("gad/facebook", root=tmp_path, data_root=data_root).x, first.x)
+
+
+class _Payload:
+    """Unpickling this would run code (it records that it did)."""
+
+    ran = False
+
+    def __reduce__(self):
+        return (_Payload._run, ())
+
+    @staticmethod
+    def _run():
+        _Payload.ran = True
+        return "pwned"
+
+
+def test_processed_pyg_file_with_foreign_objects_is_not_unpickled(data_root, tmp_path):
+    """PyG would retry a refused weights-only load with full unpickling; omnigraph refuses instead."""
+    first = load_dataset("airports_brazil", root=tmp_path, data_root=data_root)
+    (processed,) = [p for p in tmp_path.rglob("*.pt") if p.parent.name == "processed" and "data" in p.name]
+    original = processed.read_bytes()
+    torch.save({"payload": _Payload()}, processed)
+    with pytest.raises(ValueError, match="not unpickled.*delete"):
+        load_dataset("airports_brazil", root=tmp_path, data_root=data_root)
+    assert not _Payload.ran
+    processed.write_bytes(original)
+    assert torch.equal(load_dataset("airports_brazil", root=tmp_path, data_root=data_root).x, first.x)

@@ -117,3 +117,28 @@ def test_safetensors_header_starting_like_a_zip_is_not_refused(tmp_path):
     assert path.read_bytes()[:2] == b"PK"
     path.with_suffix(".json").write_text('{"model_type": "toy-test", "config": {"width": 4}}')
     assert isinstance(_Toy.from_pretrained(path), _Toy)
+
+
+@pytest.mark.parametrize("loader", ["rgvt", "graphany"])
+def test_corrupt_or_pickled_reference_npz_gives_a_clear_error(tmp_path, loader, reference_root):
+    """The authors' npz weights are read without pickle; damage is reported with the file name."""
+    import shutil
+
+    import numpy as np
+
+    from omnigraph.models.graphany import GraphAnyModel
+    from omnigraph.models.rgvt import RGVTEncoder
+
+    read = RGVTEncoder.from_reference_npz if loader == "rgvt" else GraphAnyModel.from_reference_npz
+    good = tmp_path / "weights.npz"
+    np.savez(good, **{"mlp.lins.0.weight": np.zeros((5, 5), np.float32)})
+    for name in ("truncated", "pickled"):  # GraphAny reads its config from the JSON next to the npz
+        shutil.copy(reference_root / "graphany" / "graph_any_wisconsin.json", tmp_path / f"{name}.json")
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(good.read_bytes()[:60])
+    with pytest.raises(ValueError, match=r"truncated\.npz as an npz archive: it is truncated"):
+        read(truncated)
+    pickled = tmp_path / "pickled.npz"
+    np.savez(pickled, w=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(ValueError, match=r"pickled\.npz.*never unpickles"):
+        read(pickled)

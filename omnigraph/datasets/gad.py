@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pickle
 import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
+from omnigraph._npz import load_npz, npz_keys
 from omnigraph.ops import simple_undirected
 
 _CSR_KEYS = ("x_data", "x_indices", "x_indptr", "x_shape")
@@ -77,36 +77,6 @@ def _gad_data(x, edge_index, y, path, y_struct=None, y_attr=None) -> Data:
             if data[key].numel() != n:
                 raise ValueError(f"{path}: {key} has {data[key].numel()} entries but x has {n} rows")
     return data
-
-
-_NPZ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError)
-
-
-def _unreadable(path, err: BaseException) -> ValueError:
-    if "pickle" in str(err) or "Object arrays" in str(err):
-        return ValueError(f"cannot read {path} as an npz archive: it holds pickled Python objects, which omnigraph "
-                          "never unpickles because that can run arbitrary code, or it is not an npz at all; save "
-                          "plain numeric arrays (np.savez) instead")
-    return ValueError(f"cannot read {path} as an npz archive: it is truncated, corrupt or not an npz "
-                      f"({type(err).__name__}: {err}); replace the file (a cached copy can simply be deleted and "
-                      "is copied again from the mirror)")
-
-
-def load_npz(path: str | Path, keys=None) -> dict[str, np.ndarray]:
-    """Every array (or those in ``keys`` that exist) of an npz, read eagerly and without pickle.
-
-    A truncated or corrupt archive, or one holding pickled object arrays, raises a ``ValueError``
-    naming the file instead of a ``zipfile`` / ``zlib`` / ``EOFError`` from deep inside numpy.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such npz file: {path}")
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            names = f.files if keys is None else [k for k in keys if k in f.files]
-            return {k: np.asarray(f[k]) for k in names}
-    except _NPZ_ERRORS as err:
-        raise _unreadable(path, err) from None
 
 
 def read_gad_npz(path: str | Path) -> Data:
@@ -237,15 +207,6 @@ def read_pt(path: str | Path) -> Data:
         y_attr, y_struct = (y & 1), (y >> 1) & 1
     y = (y > 0).long()
     return _gad_data(x.float().numpy(), obj["edge_index"].numpy(), y.numpy(), path, y_struct, y_attr)
-
-
-def npz_keys(path: Path) -> list[str]:
-    """The array names of an npz (``ValueError`` for a file that is not a readable npz)."""
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            return list(f.files)
-    except _NPZ_ERRORS as err:
-        raise _unreadable(path, err) from None
 
 
 def read_graph_file(path: str | Path, task: str | None = None, split: int = 0) -> Data:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -221,18 +222,28 @@ def _yandex(entry: dict, ctx: dict, missing: list[dict], index: int | None) -> D
     if missing:
         if ctx["offline"]:
             raise _missing_error(entry, missing, ctx)
-        try:  # the Yandex benchmark's own files on GitHub
-            from torch_geometric.data import download_url
-
-            download_url(loader["url"], str(path.parent), log=False)
+        try:  # the Yandex benchmark's own files on GitHub, fetched next to the cache and renamed on success
+            _download_verified(loader["url"], path, missing[0].get("sha256") if ctx["verify"] else None)
+        except ValueError:
+            raise
         except Exception as err:
             raise _missing_error(entry, missing, ctx, err) from err
-        sha = missing[0].get("sha256")
-        if ctx["verify"] and sha and _store.sha256_file(path) != sha:  # the mirror holds verbatim copies
-            path.unlink()
-            raise ValueError(f"checksum mismatch for the downloaded {loader['url']}: it differs from the catalogued "
-                             "file (upstream changed?); pass verify=False to accept it")
     return load_yandex_npz(path, split=index or 0, to_undirected=loader.get("to_undirected", True))
+
+
+def _download_verified(url: str, path: Path, sha256: str | None) -> None:
+    """Download ``url`` to ``path`` atomically: nothing is left at ``path`` unless the whole file
+    arrived (and, with ``sha256``, matches it)."""
+    import tempfile
+
+    from torch_geometric.data import download_url
+
+    with _store._staged(path, ".part") as tmp, tempfile.TemporaryDirectory(dir=path.parent) as folder:
+        fetched = Path(download_url(url, folder, log=False))
+        if sha256 and _store.sha256_file(fetched) != sha256:  # the mirror holds verbatim copies
+            raise ValueError(f"checksum mismatch for the downloaded {url}: it differs from the catalogued file "
+                             "(upstream changed?); pass verify=False to accept it")
+        os.replace(fetched, tmp)
 
 
 def _pyg_dataset(entry: dict, cache: Path, protocol: str):
@@ -245,19 +256,32 @@ def _pyg_dataset(entry: dict, cache: Path, protocol: str):
     from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
     from torch_geometric.data.storage import GlobalStorage
 
-    with torch.serialization.safe_globals([Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]):
-        if loader["type"] == "ogb":
-            from unittest import mock
+    with torch.serialization.safe_globals([Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]), \
+            warnings.catch_warnings():
+        # PyG retries a refused weights-only load with full unpickling after this warning: make
+        # the warning an error, so a processed file holding anything else is never unpickled
+        warnings.filterwarnings("error", message="Weights only load failed")
+        try:
+            return _open_pyg_dataset(loader, root, kwargs)
+        except UserWarning as err:
+            raise ValueError(f"a processed file under {root} holds objects other than PyG's Data classes, so it "
+                             f"is not unpickled ({err}); delete {root}/processed (or the whole folder) to rebuild "
+                             "it from the raw files") from None
 
-            from ogb.nodeproppred import PygNodePropPredDataset
 
-            # ogb asks on stdin before replacing an incomplete folder: answer yes (it only holds
-            # what we staged), so that a missing dataset fails or downloads without a prompt
-            with mock.patch("builtins.input", return_value="y"):
-                return PygNodePropPredDataset(name=loader["name"], root=root)
-        import torch_geometric.datasets as pyg_datasets
+def _open_pyg_dataset(loader: dict, root: str, kwargs: dict):
+    if loader["type"] == "ogb":
+        from unittest import mock
 
-        return getattr(pyg_datasets, loader["class"])(root, **kwargs)
+        from ogb.nodeproppred import PygNodePropPredDataset
+
+        # ogb asks on stdin before replacing an incomplete folder: answer yes (it only holds
+        # what we staged), so that a missing dataset fails or downloads without a prompt
+        with mock.patch("builtins.input", return_value="y"):
+            return PygNodePropPredDataset(name=loader["name"], root=root)
+    import torch_geometric.datasets as pyg_datasets
+
+    return getattr(pyg_datasets, loader["class"])(root, **kwargs)
 
 
 def _ogb_masks(dataset, num_nodes: int) -> dict:

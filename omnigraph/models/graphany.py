@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from omnigraph._npz import load_npz
 from omnigraph.hub import PretrainedMixin, register_model
 from omnigraph.models.entropy_distance import EntropyDistance
 from omnigraph.models.linear_gnn import DEFAULT_CHANNELS, LinearGNNChannels, parse_channel
@@ -238,11 +239,10 @@ class GraphAnyModel(PretrainedMixin, nn.Module):
         config.update(overrides)
         model = cls(**config)
         state = {}
-        with np.load(path, allow_pickle=False) as f:
-            for key in f.files:
-                if not key.startswith(REFERENCE_PREFIX):
-                    raise ValueError(f"unexpected tensor {key!r} in {path} (expected {REFERENCE_PREFIX}*)")
-                state["attention." + key[len(REFERENCE_PREFIX):]] = torch.from_numpy(np.array(f[key]))
+        for key, value in load_npz(path).items():
+            if not key.startswith(REFERENCE_PREFIX):
+                raise ValueError(f"unexpected tensor {key!r} in {path} (expected {REFERENCE_PREFIX}*)")
+            state["attention." + key[len(REFERENCE_PREFIX):]] = torch.from_numpy(np.array(value))
         try:
             model.load_state_dict(state, strict=True)
         except RuntimeError as err:

@@ -42,6 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from omnigraph._npz import load_npz
 from omnigraph.hub import PretrainedMixin, register_model
 from omnigraph.ops import rw_adjacency, sym_adjacency
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
@@ -168,8 +169,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"RGVT reference weights not found: {path}")
-        with np.load(path, allow_pickle=False) as f:
-            tensors = {k: torch.from_numpy(np.array(f[k], dtype=np.float32)) for k in f.files}
+        tensors = {k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in load_npz(path).items()}
         lin_ids = sorted({int(k.split(".")[2]) for k in tensors if k.startswith("mlp.lins.")})
         if not lin_ids or "mlp.lins.0.weight" not in tensors:
             raise ValueError(f"{path} holds no RGVT weights (keys: {sorted(tensors)})")
