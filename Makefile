@@ -30,8 +30,11 @@ demo: install
 test: install
 	$(PY) -m pytest -q -x --durations=15
 
+# issue #5's figures (docs/results/performance.md, perf.json, perf_scaling.png) and RGVT's
+# fast-vs-reference adaptation table (about an hour on one thread); not part of `make test`
 bench: install
-	$(VENV)/bin/omnigraph benchmark perf --out docs/results
+	OMP_NUM_THREADS=1 $(PY) benchmarks/rgvt_fast_vs_reference.py --suite rgvt28 --out docs/results
+	$(PY) benchmarks/perf.py --out docs/results
 
 clean:
 	rm -rf $(VENV) build *.egg-info

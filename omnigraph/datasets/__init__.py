@@ -21,6 +21,7 @@ from omnigraph.datasets.registry import (
     suites,
 )
 from omnigraph.datasets.splits import random_split
+from omnigraph.datasets.synthetic import synthetic_graph
 from omnigraph.datasets.yandex import load_yandex_npz
 
 __all__ = [
@@ -46,4 +47,5 @@ __all__ = [
     "suite",
     "suite_members",
     "suites",
+    "synthetic_graph",
 ]

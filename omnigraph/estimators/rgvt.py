@@ -355,7 +355,7 @@ def adapt(encoder: RGVTEncoder, data, protocol: str = "fast", seeds: Sequence[in
     device = torch.device(device)
     rows, y_train, y_val = _labelled(data, device)
     encoder = encoder.to(device).eval()
-    ops = encoder.build_operators(data.edge_index, data.num_nodes).to(device)
+    ops = encoder.build_operators(data.edge_index, data.num_nodes, transposes=False).to(device)
     reps = labelled_representations(encoder, data.x.to(device, torch.float32), ops, rows, sorted(depths), chunk_size)
     return adapt_representations(reps, y_train.numel(), y_train, y_val, _num_classes(num_classes, y_train, y_val),
                                  protocol, seeds, **kwargs)
@@ -455,7 +455,8 @@ class RGVT:
         key = (id(data.x), data.x._version, id(data.edge_index), data.edge_index._version, data.num_nodes)
         if self._cache.get("key") != key:
             self._cache = {"key": key, "refs": (data.x, data.edge_index), "x": data.x.to(self.device, torch.float32),
-                           "ops": self.encoder.build_operators(data.edge_index, data.num_nodes).to(self.device),
+                           "ops": self.encoder.build_operators(data.edge_index, data.num_nodes,
+                                                              transposes=False).to(self.device),
                            "z": {}}
         return self._cache
 

@@ -1,0 +1,462 @@
+"""Performance and scale benchmarks (issue #5): every figure of ``docs/results/performance.md``.
+
+Sections (``--only`` picks some; all by default):
+
+* ``rgvt_memory``: peak memory and time of RGVT inference (depths 1..8, column-chunked) on
+  CoauthorPhysics and on a synthetic 10^6-node / 10^7-edge / 128-feature graph, against the
+  size of X plus the adjacency operators RGVT builds.
+* ``fingerprint``: REFI-GAD's relational fingerprint on the same synthetic graph (2 threads).
+* ``propagation``: ``omnigraph.ops.propagate`` against a bare ``torch.sparse.mm`` loop doing
+  the same hops, interleaved in the same process.
+* ``scaling``: RGVT inference and REFI-GAD scoring on synthetic graphs from 10^4 to 10^7 edges,
+  with the fitted exponent of time and of peak memory in the edge count, and a plot.
+* ``graphany_entropy``: runs ``benchmarks/graphany_entropy.py`` (vectorised vs per-node loop).
+
+RGVT's fast-vs-reference adaptation comparison takes an hour on one thread and has its own
+script (``benchmarks/rgvt_fast_vs_reference.py``); this report quotes its committed output.
+
+Every measurement runs in a fresh Python process, so that its peak resident set size
+(``VmHWM``, reset with ``/proc/self/clear_refs`` once the inputs exist) belongs to that
+measurement only. Results go to ``perf.json`` and ``performance.md`` in ``--out``.
+
+    python benchmarks/perf.py --out docs/results
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SECTIONS = ("rgvt_memory", "fingerprint", "propagation", "scaling", "graphany_entropy")
+BIG = {"num_nodes": 1_000_000, "num_edges": 10_000_000, "num_features": 128, "num_classes": 5, "seed": 0}
+SMOKE = {**BIG, "num_nodes": 2_000, "num_edges": 20_000, "num_features": 16}  # --smoke: seconds, for the tests
+
+
+# ----------------------------------------------------------------------------- memory probes
+def _status_kib(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def reset_peak() -> bool:
+    """Reset the kernel's peak-RSS counter of this process (Linux >= 4.0); False where unsupported."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def rss_mib() -> float:
+    kib = _status_kib("VmRSS")
+    return float("nan") if kib is None else kib / 1024
+
+
+def peak_mib() -> float:
+    kib = _status_kib("VmHWM")
+    if kib is None:
+        import resource
+
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kib / 1024
+
+
+# ----------------------------------------------------------------------------- worker side
+def _graph(spec: dict):
+    from omnigraph.datasets import load_dataset
+    from omnigraph.datasets.synthetic import synthetic_graph
+
+    if "dataset" in spec:
+        return load_dataset(spec["dataset"], seed=42)
+    return synthetic_graph(**spec["synthetic"])
+
+
+def _tensor_mib(*tensors) -> float:
+    return sum(t.untyped_storage().nbytes() for t in tensors) / 2**20
+
+
+def _sparse_mib(op) -> float:
+    if op.layout == __import__("torch").sparse_csr:
+        return _tensor_mib(op.crow_indices(), op.col_indices(), op.values())
+    return _tensor_mib(op._indices(), op._values())
+
+
+def work_rgvt(spec: dict) -> dict:
+    """RGVT encoder, all depths 1..8 (what ``fit`` visits), column-chunked, no gradients."""
+    import torch
+
+    from omnigraph.estimators.rgvt import RGVT
+
+    encoder = RGVT.from_pretrained("rgvt").encoder.eval()
+    data = _graph(spec)
+    x = data.x.float().contiguous()
+    gc.collect()
+    base = rss_mib()
+    reset_peak()
+    start = time.perf_counter()
+    ops = encoder.build_operators(data.edge_index, data.num_nodes)
+    with torch.no_grad():
+        for _depth, z in encoder.iterate(x, depth=8, operators=ops):
+            checksum = float(z[:1000].sum())
+    seconds = time.perf_counter() - start
+    unique_ops = {id(o): o for o in (ops.rw, ops.sym, ops.rw_t, ops.sym_t)}.values()
+    x_mib, adj_mib = _tensor_mib(x), sum(_sparse_mib(o) for o in unique_ops)
+    peak = peak_mib()
+    return {"seconds": seconds, "nodes": data.num_nodes, "edges": int(data.edge_index.size(1)),
+            "features": int(x.size(1)), "x_mib": x_mib, "adjacency_mib": adj_mib, "rss_before_mib": base,
+            "peak_rss_mib": peak, "peak_over_x_plus_adj": peak / (x_mib + adj_mib),
+            "checksum": checksum}
+
+
+def work_fingerprint(spec: dict) -> dict:
+    from omnigraph.models.fingerprint import RelationalFingerprint
+
+    data = _graph(spec)
+    gc.collect()
+    base = rss_mib()
+    reset_peak()
+    start = time.perf_counter()
+    fp = RelationalFingerprint().forward(data.x, data.edge_index, data.num_nodes)
+    seconds = time.perf_counter() - start
+    assert fp.shape == (data.num_nodes, 5)
+    return {"seconds": seconds, "nodes": data.num_nodes, "edges": int(data.edge_index.size(1)),
+            "features": int(data.x.size(1)), "x_mib": _tensor_mib(data.x), "rss_before_mib": base,
+            "peak_rss_mib": peak_mib()}
+
+
+def work_refi(spec: dict) -> dict:
+    """REFI-GAD scoring with the shipped checkpoint and 10 + 10 support nodes."""
+    import torch
+
+    from omnigraph.estimators.refi_gad import REFIGAD
+
+    detector = REFIGAD.from_pretrained("refi-gad")
+    data = _graph(spec)
+    gc.collect()
+    base = rss_mib()
+    reset_peak()
+    start = time.perf_counter()
+    score = detector.decision_function(data, support_normal=torch.arange(10), support_anomaly=torch.arange(10, 20))
+    seconds = time.perf_counter() - start
+    assert score.shape == (data.num_nodes,)
+    return {"seconds": seconds, "nodes": data.num_nodes, "edges": int(data.edge_index.size(1)),
+            "rss_before_mib": base, "peak_rss_mib": peak_mib()}
+
+
+def work_propagation(spec: dict) -> dict:
+    """``propagate`` vs a bare ``torch.sparse.mm`` loop, same operator, interleaved repeats."""
+    import torch
+
+    from omnigraph.ops import propagate, sym_adjacency
+
+    data = _graph(spec)
+    hops, repeats = spec.get("hops", 2), spec.get("repeats", 7)
+    op = sym_adjacency(data.edge_index, data.num_nodes, self_loops=True).to_sparse_csr()
+    x = data.x.float().contiguous()
+
+    def bare():
+        out = x
+        for _ in range(hops):
+            out = torch.sparse.mm(op, out)
+        return out
+
+    def library():
+        return propagate(op, x, hops)[-1]
+
+    assert torch.allclose(bare(), library(), atol=1e-5)  # also a warm-up of both
+    times = {"library": [], "bare": []}
+    for rep in range(repeats):  # alternate which goes first, so neither always runs on a warm cache
+        pair = (("library", library), ("bare", bare))
+        for name, fn in (pair if rep % 2 == 0 else pair[::-1]):
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    from omnigraph.ops import available_backends
+
+    return {"nodes": data.num_nodes, "edges": int(data.edge_index.size(1)), "features": int(x.size(1)),
+            "hops": hops, "repeats": repeats, "library_s": med["library"], "bare_s": med["bare"],
+            "ratio": med["library"] / med["bare"], "backends": list(available_backends())}
+
+
+WORKERS = {"rgvt": work_rgvt, "fingerprint": work_fingerprint, "refi": work_refi, "propagation": work_propagation}
+
+
+# ----------------------------------------------------------------------------- driver side
+def measure(work: str, spec: dict, threads: int, timeout: int = 1800) -> dict:
+    """Run one worker in a fresh interpreter with ``threads`` torch threads; its JSON result."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps({"work": work, "spec": spec})]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        print(f"  [failed] {work} {spec}: {' | '.join(tail)}", flush=True)
+        return {"error": " | ".join(tail), "returncode": proc.returncode}
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"  {work:>12} {json.dumps(spec)[:90]:<90} {result.get('seconds', result.get('library_s', 0)):8.2f} s  "
+          f"peak {result.get('peak_rss_mib', float('nan')):8.0f} MiB", flush=True)
+    return {**result, "threads": threads}
+
+
+def fit_exponent(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of log(y) against log(x)."""
+    lx, ly = [math.log(v) for v in xs], [math.log(v) for v in ys]
+    mx, my = statistics.fmean(lx), statistics.fmean(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+
+
+def _big(args) -> dict:
+    return SMOKE if args.smoke else BIG
+
+
+def _real(args, name: str) -> dict:
+    return {"dataset": "cora" if args.smoke else name}
+
+
+def section_rgvt_memory(args) -> dict:
+    return {"coauthor_physics": measure("rgvt", _real(args, "coauthor_physics"), args.threads),
+            "synthetic_1e6_1e7_128": measure("rgvt", {"synthetic": _big(args)}, args.threads)}
+
+
+def section_fingerprint(args) -> dict:
+    return {"synthetic_1e6_1e7_128": measure("fingerprint", {"synthetic": _big(args)}, 2)}
+
+
+def section_propagation(args) -> dict:
+    mid = {**_big(args), "num_nodes": _big(args)["num_nodes"] // 10, "num_edges": _big(args)["num_edges"] // 10}
+    return {"coauthor_cs": measure("propagation", _real(args, "coauthor_cs"), args.threads),
+            "synthetic_1e5_1e6_128": measure("propagation", {"synthetic": mid}, args.threads)}
+
+
+def section_scaling(args) -> dict:
+    sizes = [10**k for k in range(4, 4 + args.scaling_decades)]
+    rows = []
+    for edges in sizes:
+        spec = {"synthetic": {"num_nodes": max(edges // 10, 100), "num_edges": edges, "num_features": 64,
+                              "num_classes": 5, "kind": "power_law", "seed": 0}}
+        rows.append({"edges_drawn": edges, "rgvt": measure("rgvt", spec, args.threads),
+                     "refi": measure("refi", spec, args.threads)})
+    fits = {}
+    for model in ("rgvt", "refi"):
+        ok = [r for r in rows if "error" not in r[model]]
+        if len(ok) >= 2:
+            e = [r[model]["edges"] for r in ok]
+            fits[model] = {"time_exponent": fit_exponent(e, [r[model]["seconds"] for r in ok]),
+                           "memory_exponent": fit_exponent(e, [max(r[model]["peak_rss_mib"] - r[model]["rss_before_mib"],
+                                                                   1.0) for r in ok]),
+                           "time_exponent_top_decade": fit_exponent(e[-2:], [r[model]["seconds"] for r in ok[-2:]])}
+    _plot_scaling(rows, Path(args.out) / "perf_scaling.png")
+    return {"rows": rows, "fits": fits}
+
+
+def section_graphany_entropy(args) -> dict:
+    cmd = [sys.executable, str(HERE / "graphany_entropy.py"), "--out", args.out]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1:]}
+    return json.loads((Path(args.out) / "graphany_entropy.json").read_text())
+
+
+def _plot_scaling(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for model, label in (("rgvt", "RGVT inference (depths 1..8)"), ("refi", "REFI-GAD scoring")):
+        ok = [r[model] for r in rows if "error" not in r[model]]
+        e = [r["edges"] for r in ok]
+        axes[0].loglog(e, [r["seconds"] for r in ok], "o-", label=label)
+        axes[1].loglog(e, [max(r["peak_rss_mib"] - r["rss_before_mib"], 1.0) for r in ok], "o-", label=label)
+    axes[0].set(xlabel="directed edges", ylabel="seconds", title="time")
+    axes[1].set(xlabel="directed edges", ylabel="peak RSS increase (MiB)", title="memory")
+    for ax in axes:
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = _meminfo_gib()
+    import torch
+
+    return (f"{cpu}, {os.cpu_count()} logical CPUs, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
+            f"torch {torch.__version__}")
+
+
+def _meminfo_gib() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("nan")
+
+
+# ----------------------------------------------------------------------------- report
+def _fmt_mib(v: float) -> str:
+    return f"{v / 1024:.2f} GiB" if v >= 1024 else f"{v:.0f} MiB"
+
+
+def write_report(results: dict, out: Path) -> None:
+    """``performance.md`` from ``perf.json`` (and the fast-vs-reference output, when present)."""
+    lines = ["# Performance and scale", "",
+             f"Machine: {results.get('machine', 'unknown')}. Shared machine: compare ratios measured in the same "
+             "run rather than absolute seconds across pages. Each measurement ran in its own process; peak memory "
+             "is the process's peak resident set size (VmHWM), reset after the inputs were built.", ""]
+    cmds = results.get("commands", {})
+
+    def header(title: str, section: str) -> None:
+        lines.extend([f"## {title}", "", f"Command: `{cmds.get(section, 'python benchmarks/perf.py')}`", ""])
+
+    if "rgvt_memory" in results:
+        header("RGVT inference memory (column-chunked, depths 1..8)", "rgvt_memory")
+        lines += ["| graph | nodes | directed edges | F | X | adjacency | peak RSS | peak / (X + adjacency) | seconds |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, r in results["rgvt_memory"].items():
+            if "error" in r:
+                lines.append(f"| {name} | failed: {r['error']} ||||||||")
+                continue
+            lines.append(f"| {name} | {r['nodes']:,} | {r['edges']:,} | {r['features']} | {_fmt_mib(r['x_mib'])} | "
+                         f"{_fmt_mib(r['adjacency_mib'])} | {_fmt_mib(r['peak_rss_mib'])} | "
+                         f"**{r['peak_over_x_plus_adj']:.2f}x** | {r['seconds']:.1f} |")
+        lines += ["", "Peak RSS is the whole process (Python, torch, the loaded graph included); target: at most 2x "
+                  "the size of X plus the adjacency operators (A_rw and A_sym, COO).", ""]
+    fvr = out / "rgvt_fast_vs_reference.json"
+    if fvr.exists():
+        f = json.loads(fvr.read_text())
+        lines += ["## RGVT fast adaptation vs the reference protocol", "",
+                  f"Command: `{f['command']}` ({f['machine']}); per-graph table: "
+                  "[rgvt_fast_vs_reference.md](rgvt_fast_vs_reference.md).", "",
+                  "| graphs | adaptation speed-up | end-to-end speed-up | mean acc fast | mean acc reference | "
+                  "reference - fast |", "|---:|---:|---:|---:|---:|---:|",
+                  f"| {len(f['graphs'])} | **{f['adaptation_speedup']:.1f}x** | {f['end_to_end_speedup']:.1f}x | "
+                  f"{f['mean_test_accuracy']['fast']:.2f} | {f['mean_test_accuracy']['reference']:.2f} | "
+                  f"{f['mean_loss_points']:+.2f} |", ""]
+    if "fingerprint" in results:
+        header("REFI relational fingerprint on 10^6 nodes / 10^7 edges (2 threads)", "fingerprint")
+        r = results["fingerprint"]["synthetic_1e6_1e7_128"]
+        if "error" in r:
+            lines += [f"Failed: {r['error']}", ""]
+        else:
+            lines += ["| nodes | directed edges | F | seconds | peak RSS | target |", "|---:|---:|---:|---:|---:|---|",
+                      f"| {r['nodes']:,} | {r['edges']:,} | {r['features']} | **{r['seconds']:.1f}** | "
+                      f"**{_fmt_mib(r['peak_rss_mib'])}** | < 60 s, < 8 GB |", "",
+                      "Triangles are counted sparsely on the degree-ordered orientation of the graph "
+                      "(`triangle_counts`, chunked sparse products); no N x N matrix is formed.", ""]
+    if "propagation" in results:
+        header("Propagation: `omnigraph.ops.propagate` vs bare `torch.sparse.mm`", "propagation")
+        lines += ["| graph | nodes | directed edges | F | hops | library s | bare s | ratio |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        backends = []
+        for name, r in results["propagation"].items():
+            if "error" in r:
+                lines.append(f"| {name} | failed: {r['error']} |||||||")
+                continue
+            backends = r["backends"]
+            lines.append(f"| {name} | {r['nodes']:,} | {r['edges']:,} | {r['features']} | {r['hops']} | "
+                         f"{r['library_s']:.3f} | {r['bare_s']:.3f} | **{r['ratio']:.2f}x** |")
+        lines += ["", f"Median of interleaved repeats, same CSR operator. Back-ends available here: {backends}. "
+                  "`backend=\"auto\"` dispatches to torch-sparse's `SparseTensor` matmul when torch-sparse is "
+                  "installed, otherwise to `torch.sparse.mm` on CSR (pyg-lib speeds up PyG's own sampling and "
+                  "segment operations, not these products); see the [GPU page](../gpu.md).", ""]
+    if "scaling" in results:
+        header("Scaling with the edge count (synthetic power-law graphs, N = E/10, F = 64)", "scaling")
+        lines += ["| edges drawn | directed edges | RGVT s | RGVT peak increase | REFI-GAD s | REFI-GAD peak increase |",
+                  "|---:|---:|---:|---:|---:|---:|"]
+        for row in results["scaling"]["rows"]:
+            g, d = row["rgvt"], row["refi"]
+
+            def cell(r: dict) -> tuple[str, str]:
+                if "error" in r:
+                    return "failed", "–"
+                return f"{r['seconds']:.2f}", _fmt_mib(max(r["peak_rss_mib"] - r["rss_before_mib"], 0.0))
+            edges = g.get("edges", d.get("edges", 0))
+            lines.append(f"| {row['edges_drawn']:,} | {edges:,} | " + " | ".join(cell(g)) + " | "
+                         + " | ".join(cell(d)) + " |")
+        lines += ["", "| model | time exponent | time exponent, top decade | memory exponent |", "|---|---:|---:|---:|"]
+        for model, fit in results["scaling"]["fits"].items():
+            lines.append(f"| {model} | **{fit['time_exponent']:.2f}** | {fit['time_exponent_top_decade']:.2f} | "
+                         f"{fit['memory_exponent']:.2f} |")
+        lines += ["", "Exponents: least-squares slope of log(seconds) or log(peak RSS increase) against "
+                  "log(directed edges); goal <= 1.1.", "", "![scaling](perf_scaling.png)", ""]
+    if "graphany_entropy" in results and "error" not in results["graphany_entropy"]:
+        g = results["graphany_entropy"]
+        header("GraphAny entropy-normalised distance features", "graphany_entropy")
+        lines += ["| baseline | speed-up of the vectorised version | max abs diff |", "|---|---:|---:|"]
+        for name, b in g["baselines"].items():
+            lines.append(f"| {name} | **{b['speedup']:.0f}x** | {b['max_abs_diff']:.1e} |")
+        lines += ["", f"{g['nodes']:,} nodes, {g['torch_threads']} thread; details in "
+                  "[graphany_entropy.md](graphany_entropy.md).", ""]
+    lines += ["## Beyond one machine", "",
+              "Multi-process pretraining (`--devices/--num-nodes/--strategy ddp`) and column-parallel RGVT "
+              "inference are checked by tests rather than timed: `tests/test_training_reliability.py` runs 2-process "
+              "gloo DDP and compares both ranks with a single-process run bit for bit, and splits RGVT's feature "
+              "columns across 2 processes.", ""]
+    (out / "performance.md").write_text("\n".join(lines))
+    print((out / "performance.md").read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads per measurement (default 2)")
+    parser.add_argument("--scaling-decades", type=int, default=4, help="10^4 .. 10^(3+this) edges")
+    parser.add_argument("--smoke", action="store_true", help="tiny graphs (cora, 2,000 nodes), for the tests")
+    parser.add_argument("--out", default="docs/results")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.scaling_decades = min(args.scaling_decades, 2)
+    if args.worker:
+        job = json.loads(args.worker)
+        print(json.dumps(WORKERS[job["work"]](job["spec"])))
+        return 0
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "perf.json"
+    results = json.loads(path.read_text()) if path.exists() else {}
+    for section in args.only.split(","):
+        if section not in SECTIONS:
+            raise SystemExit(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
+        print(f"[{section}]", flush=True)
+        results[section] = globals()[f"section_{section}"](args)
+        results["machine"] = machine()
+        results.setdefault("commands", {})[section] = ("python benchmarks/perf.py --only " + section
+                                                       + f" --threads {args.threads} --out {args.out}"
+                                                       + (" --smoke" if args.smoke else ""))
+        path.write_text(json.dumps(results, indent=2) + "\n")  # after each section: partial runs keep theirs
+    write_report(results, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

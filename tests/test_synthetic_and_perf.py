@@ -1,0 +1,70 @@
+"""The synthetic graph generator, and a smoke run of the performance benchmark driver."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from omnigraph.datasets import synthetic_graph
+from omnigraph.validation import check_graph
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("kind", ["sbm", "power_law"])
+def test_synthetic_graph_is_valid_seeded_and_homophilous(kind):
+    d = synthetic_graph(3000, 30000, num_features=8, num_classes=4, kind=kind, homophily=0.8, seed=1)
+    check_graph(d)
+    ei = d.edge_index
+    assert d.x.shape == (3000, 8) and d.y.shape == (3000,) and int(d.y.max()) == 3
+    assert not (ei[0] == ei[1]).any()                                   # no self-loops
+    assert torch.equal(torch.sort(ei[0] * 3000 + ei[1]).values,         # symmetric
+                       torch.sort(ei[1] * 3000 + ei[0]).values)
+    same = float((d.y[ei[0]] == d.y[ei[1]]).float().mean())
+    assert abs(same - (0.8 + 0.2 / 4)) < 0.03                           # homophily + chance
+    again = synthetic_graph(3000, 30000, num_features=8, num_classes=4, kind=kind, homophily=0.8, seed=1)
+    assert torch.equal(again.edge_index, ei) and torch.equal(again.x, d.x)
+    assert not torch.equal(synthetic_graph(3000, 30000, num_features=8, num_classes=4, kind=kind, seed=2).x, d.x)
+    # class-correlated features: class means differ far more than noise would allow
+    means = torch.stack([d.x[d.y == c].mean(0) for c in range(4)])
+    assert float(torch.cdist(means, means).max()) > 0.5
+
+
+def test_power_law_has_heavier_tail_than_sbm():
+    deg = {k: torch.bincount(synthetic_graph(5000, 50000, 4, kind=k, seed=0).edge_index[0], minlength=5000)
+           for k in ("sbm", "power_law")}
+    assert int(deg["power_law"].max()) > 5 * int(deg["sbm"].max())
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"kind": "grid"}, "kind must be"), ({"homophily": 1.5}, "homophily"), ({"num_classes": 0}, "num_classes"),
+    ({"kind": "power_law", "power_law_exponent": 1.0}, "power_law_exponent"), ({"num_edges": -1}, "num_edges"),
+])
+def test_synthetic_graph_rejects_bad_arguments(kwargs, match):
+    args = {"num_nodes": 100, "num_edges": 500, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        synthetic_graph(**args)
+
+
+@pytest.mark.slow
+def test_perf_driver_smoke(tmp_path, data_root):
+    """Every section but the external GraphAny script, on tiny graphs: JSON + markdown + plot come out."""
+    env = {**os.environ, "OMNIGRAPH_DATA": str(data_root)}
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "perf.py"), "--smoke", "--threads", "1",
+           "--only", "rgvt_memory,fingerprint,propagation,scaling", "--out", str(tmp_path)]
+    subprocess.run(cmd, check=True, env=env, timeout=600, capture_output=True)
+    results = json.loads((tmp_path / "perf.json").read_text())
+    for section in ("rgvt_memory", "fingerprint", "propagation"):
+        assert all("error" not in r for r in results[section].values()), results[section]
+    rgvt = results["rgvt_memory"]["coauthor_physics"]
+    assert rgvt["nodes"] == 2708 and rgvt["peak_rss_mib"] > rgvt["x_mib"] > 0
+    assert all(0.2 < r["ratio"] < 5 for r in results["propagation"].values())
+    assert set(results["scaling"]["fits"]) == {"rgvt", "refi"}
+    text = (tmp_path / "performance.md").read_text()
+    assert "time exponent" in text and "--smoke" in text
+    assert (tmp_path / "perf_scaling.png").stat().st_size > 1000
