@@ -112,6 +112,25 @@ def test_chunked_equals_unchunked_and_rows_select():
         enc(data.x, data.edge_index, depth=1, chunk_size=0)
 
 
+def test_operator_layout_follows_chunk_width_and_only_rounds():
+    """Narrow chunks run on CSR operators, wide ones on COO; both give the same numbers up to rounding."""
+    data = messy_graph(n=60, f=80)
+    enc = _random_encoder(2)
+    assert enc.layout_for(enc.csr_below_columns - 1) == "csr" and enc.layout_for(enc.csr_below_columns) == "coo"
+    coo = enc.build_operators(data.edge_index, data.num_nodes)
+    csr = enc.build_operators(data.edge_index, data.num_nodes, layout="csr")
+    assert coo.rw.layout == torch.sparse_coo and csr.rw.layout == csr.rw_t.layout == torch.sparse_csr
+    assert coo.with_layout("coo") is coo and csr.with_layout("coo").sym.layout == torch.sparse_coo
+    with torch.no_grad():
+        wide = enc(data.x, depth=3, operators=csr)                  # 80 columns: converted to COO
+        narrow = enc(data.x, depth=3, operators=coo, chunk_size=8)  # 8 columns: converted to CSR
+        assert torch.allclose(wide, narrow, atol=1e-5)
+        assert torch.equal(wide, enc(data.x, depth=3, operators=coo))
+        assert torch.equal(list(enc.iterate(data.x, depth=3, operators=coo, chunk_size=8))[-1][1], narrow)
+    with pytest.raises(ValueError, match="layout"):
+        coo.with_layout("dense")
+
+
 def test_node_and_feature_permutation_equivariance():
     data = messy_graph(n=45, f=9, seed=2)
     enc = _random_encoder(2)
