@@ -19,10 +19,17 @@ from pathlib import Path
 AUTHORS = "rgvt (authors' weights)"
 
 
+def _without_title(text: str) -> str:
+    """The run's table without its ``# ...`` heading (the page has its own)."""
+    lines = text.strip().splitlines()
+    return "\n".join(lines[1:] if lines and lines[0].startswith("# ") else lines).strip()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", required=True, help="the --out folder of `omnigraph benchmark nc`")
     parser.add_argument("--command", required=True, help="the exact command that produced the run")
+    parser.add_argument("--note", default="", help="a remark printed after the command")
     parser.add_argument("--docs", default="docs/results")
     args = parser.parse_args(argv)
 
@@ -44,13 +51,13 @@ def main(argv: list[str] | None = None) -> None:
 
     transfer = summary["graphs"]  # pretraining sources of the shipped checkpoints excluded
     lines = ["# Zero-shot node classification", "",
-             f"Command: `{args.command}`", "",
+             f"Command: `{args.command}`" + (f" ({args.note})" if args.note else ""), "",
              "Test accuracy (%) per graph; RGVT and the authors' RGVT weights adapt a fresh head and the depth "
              "on each graph's train/validation labels (fast protocol), GraphAny solves its least squares on the "
              "train labels, GCN and MLP are trained on each graph (PyG models, fixed recipe). Full table with "
              "per-model wall seconds: [nc/results.md](nc/results.md); the same rows as CSV: "
              "[nc/results.csv](nc/results.csv).", "",
-             (run / "results.md").read_text().strip(), "",
+             _without_title((run / "results.md").read_text()), "",
              "![per-graph accuracy](nc/results.png)", "",
              "## Comparisons asked for by the benchmark (issue #7)", "",
              "| comparison | over | value | target | holds |", "|---|---|---:|---|---|"]

@@ -93,7 +93,7 @@ def summarise(rows: list[dict], meta: dict) -> tuple[dict, str]:
     lines = [
         f"# RGVT adaptation: fast vs reference protocol (suite `{meta['suite']}`)", "",
         f"Encoder `{meta['encoder']}`, head seeds {meta['seeds']}; {meta['machine']}.",
-        f"Command: `{meta['command']}`", "",
+        f"Command: `{meta['command']}`" + (f" ({meta['note']})" if meta.get("note") else ""), "",
         "Same encoder pass feeds both protocols; seconds are adaptation only (depth choice + head), "
         "the encoder column is shared.", "",
         "| graph | encoder s | fast s | reference s | ratio | L fast | L ref | fast acc | ref acc |",
@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="hold the test rows of all depths when they fit; else a second encoder pass")
     parser.add_argument("--out", default="docs/results")
     parser.add_argument("--resume", action="store_true", help="keep graphs already in the .jsonl")
+    parser.add_argument("--note", default="", help="a line added under the command in the report")
     args = parser.parse_args(argv)
 
     out = Path(args.out)
@@ -153,7 +154,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"{base['dataset']:>20}  encoder {row['encoder_seconds']:7.1f} s  fast {row['fast_adapt_seconds']:6.1f} s"
                   f"  reference {row['reference_adapt_seconds']:7.1f} s  acc {row['fast_test_accuracy']:.2f} / "
                   f"{row['reference_test_accuracy']:.2f}", flush=True)
-    meta = {"suite": args.suite, "encoder": args.encoder, "seeds": seeds,
+    meta = {"suite": args.suite, "encoder": args.encoder, "seeds": seeds, "note": args.note,
             "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch thread(s), "
                        f"torch {torch.__version__}",
             "command": "OMP_NUM_THREADS=1 python benchmarks/rgvt_fast_vs_reference.py --suite "

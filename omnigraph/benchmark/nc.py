@@ -162,7 +162,8 @@ def write_reports(rows: list[dict], models: list[str], out: Path, meta: dict) ->
     notes = [f"- {r['dataset']}: {r['status']} — {r['note']}" for r in rows if r["status"] != "ok"]
     notes += [f"- {g}: pretraining source of a shipped checkpoint (shown, not in the mean)" for g in graphs
               if g in sources]
-    header = [f"Suite `{meta['suite']}`, RGVT adaptation `{meta['protocol']}`, head seed {meta['seed']}; "
+    header = [f"# Zero-shot node classification, suite `{meta['suite']}`", "",
+              f"Suite `{meta['suite']}`, RGVT adaptation `{meta['protocol']}`, head seed {meta['seed']}; "
               f"test accuracy (%) at the best-validation model. Machine: {platform.machine()}, "
               f"{torch.get_num_threads()} torch threads, torch {torch.__version__}.", ""]
     text = "\n".join(header + lines + ([""] + ["Not in the mean:"] + notes if notes else [])) + "\n"
