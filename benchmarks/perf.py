@@ -331,7 +331,8 @@ def write_report(results: dict, out: Path) -> None:
     lines = ["# Performance and scale", "",
              f"Machine: {results.get('machine', 'unknown')}. Shared machine: compare ratios measured in the same "
              "run rather than absolute seconds across pages. Each measurement ran in its own process; peak memory "
-             "is the process's peak resident set size (VmHWM), reset after the inputs were built.", ""]
+             "is the process's peak resident set size (VmHWM), reset after the inputs were built."
+             + (f" Conditions: {results['conditions']}" if results.get("conditions") else ""), ""]
     cmds = results.get("commands", {})
 
     def header(title: str, section: str) -> None:
@@ -433,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads per measurement (default 2)")
     parser.add_argument("--scaling-decades", type=int, default=4, help="10^4 .. 10^(3+this) edges")
     parser.add_argument("--smoke", action="store_true", help="tiny graphs (cora, 2,000 nodes), for the tests")
+    parser.add_argument("--conditions", default=None,
+                        help="how the machine was loaded during the run (printed on the page)")
+    parser.add_argument("--report-only", action="store_true", help="rewrite performance.md from perf.json")
     parser.add_argument("--out", default="docs/results")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -446,7 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "perf.json"
     results = json.loads(path.read_text()) if path.exists() else {}
-    for section in args.only.split(","):
+    if args.conditions is not None:
+        results["conditions"] = args.conditions
+    for section in ([] if args.report_only else args.only.split(",")):
         if section not in SECTIONS:
             raise SystemExit(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
         print(f"[{section}]", flush=True)
@@ -456,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
                                                        + f" --threads {args.threads} --out {args.out}"
                                                        + (" --smoke" if args.smoke else ""))
         path.write_text(json.dumps(results, indent=2) + "\n")  # after each section: partial runs keep theirs
+    path.write_text(json.dumps(results, indent=2) + "\n")
     write_report(results, out)
     return 0
 
