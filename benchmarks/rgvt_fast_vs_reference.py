@@ -6,8 +6,8 @@ accuracy and fit the F->128->C head on the training labels (spec 2.7, issue #7).
 
 * ``reference``: one head per depth, Adam 5e-3, up to 2500 epochs, patience 200, the depth
   of the best validation accuracy.
-* ``fast``: depths ranked by a closed-form ridge classifier, one head trained (patience 50)
-  at the winning depth only.
+* ``fast``: depths ranked by a closed-form ridge classifier, one head trained (same recipe,
+  patience 200) at the winning depth only: identical to ``reference`` when the depths agree.
 
 Per graph, the encoder runs once and its representations (training + validation rows, and
 the test rows when they fit in ``--keep-bytes``; otherwise a second pass fetches the test

@@ -95,6 +95,16 @@ def test_fast_trains_the_reference_head_of_its_depth(graph):
     assert fast.epochs_ < ref.epochs_
 
 
+def test_default_protocols_share_the_head_recipe(graph):
+    """With the defaults (patience 200 for both protocols) the two protocols train the same head
+    for a depth they agree on: identical predicted probabilities."""
+    kw = {"depths": (1,), "max_epochs": 400, "seed": 2}
+    fast = RGVT(_encoder(), protocol="fast", **kw).fit(graph)
+    ref = RGVT(_encoder(), protocol="reference", **kw).fit(graph)
+    assert fast.epochs_ == ref.epochs_ > 200   # patience 200 (or the budget), not a shorter one
+    assert torch.equal(fast.predict_proba(graph), ref.predict_proba(graph))
+
+
 def test_batched_head_training_equals_one_head_at_a_time():
     g = torch.Generator().manual_seed(0)
     zt, zv = torch.randn(3, 40, 12, generator=g), torch.randn(3, 30, 12, generator=g)
