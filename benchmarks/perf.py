@@ -111,7 +111,7 @@ def work_rgvt(spec: dict) -> dict:
     start = time.perf_counter()
     ops = _inference_operators(encoder, data, None)
     with torch.no_grad():
-        for _depth, z in encoder.iterate(x, depth=8, operators=ops):
+        for _depth, z in encoder.iterate(x, depth=8, operators=ops, reuse=True):   # as fit does
             checksum = float(z[:1000].sum())
     seconds = time.perf_counter() - start
     unique_ops = {id(o): o for o in ops if o is not None}.values()
@@ -351,7 +351,8 @@ def write_report(results: dict, out: Path) -> None:
                          f"**{r['peak_over_x_plus_adj']:.2f}x** | {r['seconds']:.1f} |")
         lines += ["", "Peak RSS is the whole process (Python, torch, the loaded graph included); target: at most 2x "
                   "the size of X plus the adjacency operators (A_rw and A_sym in the layout used). The depth-major pass "
-                  "that visits all depths holds X, the current and the next iterate (3 X) plus one chunk's views.", ""]
+                  "that visits all depths (as `fit` does) holds X and one iterate, overwritten in place chunk by chunk "
+                  "(2 X), plus one chunk's views.", ""]
     fvr = out / "rgvt_fast_vs_reference.json"
     if fvr.exists():
         f = json.loads(fvr.read_text())

@@ -7,7 +7,7 @@ accuracy and fit the F->128->C head on the training labels (spec 2.7, issue #7).
 * ``reference``: one head per depth, Adam 5e-3, up to 2500 epochs, patience 200, the depth
   of the best validation accuracy.
 * ``fast``: depths ranked by a closed-form ridge classifier, one head trained (same recipe,
-  patience 200) at the winning depth only: identical to ``reference`` when the depths agree.
+  patience 200) at the winning depth only, early stopping on at most 2048 validation nodes.
 
 Per graph, the encoder runs once and its representations (training + validation rows, and
 the test rows when they fit in ``--keep-bytes``; otherwise a second pass fetches the test
@@ -41,7 +41,7 @@ def _test_rows_at(encoder, x, ops, test: torch.Tensor, depths: set[int]) -> dict
     return dict(labelled_representations(encoder, x, ops, test, sorted(depths)))
 
 
-def run_graph(encoder, data, seeds: list[int], keep_bytes: int) -> dict:
+def run_graph(encoder, data, seeds: list[int], keep_bytes: int, protocols: tuple[str, ...] = PROTOCOLS) -> dict:
     """Encoder once, then each protocol on the same representations; returns one result row."""
     train, val, test = (m.nonzero().flatten() for m in (data.train_mask, data.val_mask, data.test_mask))
     y_train, y_val, y_test = data.y[train], data.y[val], data.y[test]
@@ -58,7 +58,7 @@ def run_graph(encoder, data, seeds: list[int], keep_bytes: int) -> dict:
 
     labelled = [(d, z[:n_lab]) for d, z in reps]
     fitted, row = {}, {"encoder_seconds": encoder_seconds, "test_rows_kept": keep_test}
-    for protocol in PROTOCOLS:
+    for protocol in protocols:
         start = time.perf_counter()
         fitted[protocol] = adapt_representations(iter(labelled), train.numel(), y_train, y_val, num_classes,
                                                  protocol, seeds)
@@ -100,7 +100,8 @@ def summarise(rows: list[dict], meta: dict) -> tuple[dict, str]:
         "|---|---:|---:|---:|---:|---|---|---:|---:|",
     ]
     for r in ok:
-        lines.append(f"| {r['dataset']} | {r['encoder_seconds']:.1f} | {r['fast_adapt_seconds']:.1f} | "
+        mark = " †" if r.get("refreshed") else ""
+        lines.append(f"| {r['dataset']}{mark} | {r['encoder_seconds']:.1f} | {r['fast_adapt_seconds']:.1f} | "
                      f"{r['reference_adapt_seconds']:.1f} | "
                      f"{r['reference_adapt_seconds'] / max(r['fast_adapt_seconds'], 1e-9):.1f}x | "
                      f"{','.join(map(str, r['fast_depths']))} | {','.join(map(str, r['reference_depths']))} | "
@@ -112,6 +113,11 @@ def summarise(rows: list[dict], meta: dict) -> tuple[dict, str]:
     lines += ["", f"- adaptation speed-up (sum of reference / sum of fast): **{summary['adaptation_speedup']:.1f}x**",
               f"- end-to-end speed-up (encoder + adaptation): **{summary['end_to_end_speedup']:.1f}x**",
               f"- mean test accuracy, reference minus fast: **{summary['mean_loss_points']:+.2f} points**"]
+    refreshed = [r for r in ok if r.get("refreshed")]
+    if refreshed:
+        lines += ["", f"† the {refreshed[0]['refreshed']} columns of these rows were re-measured in a later run "
+                  f"(`--refresh {refreshed[0]['refreshed']}`) after a change to that protocol; the other protocol's "
+                  "columns come from the original run."]
     if summary["not_run"]:
         lines += ["", "Not run:"] + [f"- {r['dataset']}: {r['status']} — {r['note']}" for r in summary["not_run"]]
     return summary, "\n".join(lines) + "\n"
@@ -128,7 +134,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default="docs/results")
     parser.add_argument("--resume", action="store_true", help="keep graphs already in the .jsonl")
     parser.add_argument("--note", default="", help="a line added under the command in the report")
+    parser.add_argument("--refresh", choices=PROTOCOLS, default=None,
+                        help="with --resume: re-measure this protocol on the --graphs given, keep the other "
+                             "protocol's columns from the .jsonl (the rows are marked in the report)")
     args = parser.parse_args(argv)
+    if args.refresh and not args.resume:
+        parser.error("--refresh re-measures rows of an earlier run: pass --resume too")
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -144,10 +155,16 @@ def main(argv: list[str] | None = None) -> dict:
     for base, data, problem in suite_graphs(args.suite, args.graphs.split(",") if args.graphs else None):
         if problem is not None:
             rows.append(problem)
-        elif base["dataset"] in done:
+        elif base["dataset"] in done and not args.refresh:
             rows.append(done[base["dataset"]])
         else:
-            row = {**base, "status": "ok", "seeds": seeds, **run_graph(encoder, data, seeds, int(args.keep_bytes))}
+            if args.refresh:
+                if base["dataset"] not in done:
+                    raise SystemExit(f"--refresh needs a finished row for {base['dataset']} in {log}")
+                part = run_graph(encoder, data, seeds, int(args.keep_bytes), (args.refresh,))
+                row = {**done[base["dataset"]], **part, "refreshed": args.refresh}
+            else:
+                row = {**base, "status": "ok", "seeds": seeds, **run_graph(encoder, data, seeds, int(args.keep_bytes))}
             rows.append(row)
             with open(log, "a") as f:
                 f.write(json.dumps(row) + "\n")

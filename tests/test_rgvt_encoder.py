@@ -87,6 +87,13 @@ def test_recurrence_shapes_depth_zero_and_return_all():
         for (layer, z), expected in zip(enc.iterate(data.x, data.edge_index, depth=4), zs):
             assert torch.equal(z, expected)
         assert layer == 4
+        # reuse=True: one buffer overwritten in place, chunk by chunk; same values, x untouched
+        x0 = data.x.clone()
+        buffers = set()
+        for (layer, z), expected in zip(enc.iterate(data.x, data.edge_index, depth=4, chunk_size=3, reuse=True), zs):
+            assert torch.equal(z, expected)
+            buffers.add(z.data_ptr())
+        assert len(buffers) == 1 and torch.equal(data.x, x0)
 
 
 def test_chunked_equals_unchunked_and_rows_select():

@@ -105,6 +105,29 @@ def test_default_protocols_share_the_head_recipe(graph):
     assert torch.equal(fast.predict_proba(graph), ref.predict_proba(graph))
 
 
+def test_fast_early_stopping_on_a_validation_subset(graph, monkeypatch):
+    """Above FAST_STOP_ROWS validation nodes, fast mode stops on a fixed subset of that size:
+    reproducible, and val_accuracy_ still covers every validation node."""
+    import omnigraph.estimators.rgvt as rgvt_module
+
+    kw = {"depths": (1,), "max_epochs": 60, "patience": 10, "seed": 0}
+    n_val = int(graph.val_mask.sum())
+    watched = []
+
+    def spy(heads, z_train, y_train, z_val, y_val, **settings):
+        watched.append(y_val.numel())
+        return train_heads(heads, z_train, y_train, z_val, y_val, **settings)
+
+    monkeypatch.setattr(rgvt_module, "train_heads", spy)
+    RGVT(_encoder(), **kw).fit(graph)
+    monkeypatch.setattr(rgvt_module, "FAST_STOP_ROWS", n_val // 3)
+    runs = [RGVT(_encoder(), **kw).fit(graph) for _ in range(2)]
+    assert watched == [n_val, n_val // 3, n_val // 3]
+    assert torch.equal(runs[0].predict_proba(graph), runs[1].predict_proba(graph))
+    correct = int((runs[0].predict(graph)[graph.val_mask] == graph.y[graph.val_mask]).sum())
+    assert runs[0].val_accuracy_ == pytest.approx(correct / n_val)
+
+
 def test_batched_head_training_equals_one_head_at_a_time():
     g = torch.Generator().manual_seed(0)
     zt, zv = torch.randn(3, 40, 12, generator=g), torch.randn(3, 30, 12, generator=g)

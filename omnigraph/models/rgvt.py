@@ -320,12 +320,18 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         return outs if return_all else outs[0]
 
     def iterate(self, x: Tensor, edge_index: Tensor | None = None, depth: int = 8,
-                chunk_size: int | None = None, operators: RGVTOperators | None = None) -> Iterator[tuple[int, Tensor]]:
+                chunk_size: int | None = None, operators: RGVTOperators | None = None,
+                reuse: bool = False) -> Iterator[tuple[int, Tensor]]:
         r"""Yield ``(l, Z_l)`` for ``l = 1..depth``, each a full ``[N, F]`` matrix.
 
         Depth-major counterpart of ``forward(return_all=True)``: at most two ``[N, F]``
         iterates are alive at once (plus the caller's references), so all depths of a wide
         graph can be visited without holding ``depth * N * F`` floats.
+
+        With ``reuse=True`` every step overwrites a single buffer, chunk by chunk: by column
+        separability a chunk of :math:`Z_{l+1}` depends only on the same columns of
+        :math:`Z_l`. Only ``x`` and one iterate are then alive, but each yielded matrix is
+        valid only until the generator resumes (copy what you keep, e.g. ``z[rows]``).
         """
         operators = self._operators(x, edge_index, operators)
         n, f = x.shape
@@ -333,7 +339,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         operators = operators.with_layout(self.layout_for(step))
         cur = x
         for layer in range(1, depth + 1):
-            nxt = x.new_empty(n, f)
+            nxt = cur if reuse and cur is not x else x.new_empty(n, f)
             for s in range(0, f, step):
                 nxt[:, s:s + step] = self.step(cur[:, s:s + step], operators)
             cur = nxt
