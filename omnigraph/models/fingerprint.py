@@ -249,11 +249,11 @@ class RelationalFingerprint:
 
     # ------------------------------------------------------------------------------------------
     def _raw_sparse(self, x: Tensor, edge_index: Tensor, n: int, loops: bool) -> Tensor:
-        a_hat = sym_adjacency(edge_index, n, self_loops=loops)
+        ei = simple_undirected(edge_index, n, self_loops=False)  # binary, symmetric, loop-free E
+        a_hat = sym_adjacency(ei, n, self_loops=loops, simple=True)
         x_hat = propagate(a_hat, x, 2)[2]
         gd = F.normalize(x_hat, dim=1) @ F.normalize(x_hat.mean(0), dim=0)
 
-        ei = simple_undirected(edge_index, n, self_loops=False)  # binary, symmetric, loop-free E
         deg = torch.bincount(ei[0], minlength=n).to(x.dtype)
         # every per-edge quantity below is symmetric: evaluate it once per undirected edge (i < j)
         row, col = ei[:, ei[0] < ei[1]]
