@@ -119,7 +119,7 @@ def test_layouts_agree_and_auto_is_csr(monkeypatch):
 
 
 def test_insert_self_loops_and_simple_sym_adjacency_match_the_sorting_path():
-    from omnigraph.ops.adjacency import insert_self_loops, simple_undirected, sym_adjacency
+    from omnigraph.ops.adjacency import insert_self_loops, rw_adjacency, simple_undirected, sym_adjacency
 
     g = torch.Generator().manual_seed(3)
     n = 40
@@ -127,7 +127,7 @@ def test_insert_self_loops_and_simple_sym_adjacency_match_the_sorting_path():
     edges[:, :5] = torch.arange(5).repeat(2, 1)
     simple = simple_undirected(edges, n, self_loops=False)
     assert torch.equal(insert_self_loops(simple, n), simple_undirected(edges, n, self_loops=True))
-    for loops in (True, False):
-        a, b = sym_adjacency(edges, n, loops), sym_adjacency(simple, n, loops, simple=True)
+    for loops, build in ((True, sym_adjacency), (False, sym_adjacency), (True, rw_adjacency), (False, rw_adjacency)):
+        a, b = build(edges, n, loops), build(simple, n, loops, simple=True)
         assert torch.equal(a.crow_indices(), b.crow_indices()) and torch.equal(a.col_indices(), b.col_indices())
         assert torch.equal(a.values(), b.values())

@@ -44,7 +44,7 @@ from torch import Tensor, nn
 
 from omnigraph._npz import load_npz
 from omnigraph.hub import PretrainedMixin, register_model
-from omnigraph.ops import rw_adjacency, sym_adjacency
+from omnigraph.ops import rw_adjacency, simple_undirected, sym_adjacency
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
 from omnigraph.validation import check_memory
 
@@ -212,7 +212,8 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         ``layout`` (``"coo"`` or ``"csr"``): see :meth:`layout_for`; the encoder converts
         operators of the other layout itself.
         """
-        rw, sym = (_as_layout(op(edge_index, num_nodes, self_loops=True), layout)
+        simple = simple_undirected(edge_index, num_nodes, self_loops=False)   # one sort for both operators
+        rw, sym = (_as_layout(op(simple, num_nodes, self_loops=True, simple=True), layout)
                    for op in (rw_adjacency, sym_adjacency))
         return RGVTOperators(rw, sym, transpose(rw), sym) if transposes else RGVTOperators(rw, sym)
 

@@ -47,7 +47,8 @@ def insert_self_loops(edge_index: Tensor, num_nodes: int) -> Tensor:
     ``simple_undirected(..., self_loops=True)``."""
     row, col = edge_index
     nodes = torch.arange(num_nodes, device=edge_index.device)
-    starts = torch.cumsum(torch.bincount(row, minlength=num_nodes), 0) - torch.bincount(row, minlength=num_nodes)
+    counts = torch.bincount(row, minlength=num_nodes)
+    starts = torch.cumsum(counts, 0) - counts
     below = torch.bincount(row[col < row], minlength=num_nodes)     # entries left of each diagonal
     out = edge_index.new_empty(2, row.numel() + num_nodes)
     out[:, starts + below + nodes] = nodes
@@ -69,9 +70,19 @@ def _degree(row: Tensor, num_nodes: int) -> Tensor:
     return torch.bincount(row, minlength=num_nodes).to(torch.float32)
 
 
-def rw_adjacency(edge_index: Tensor, num_nodes: int, self_loops: bool = True) -> Tensor:
-    r"""Row-normalised :math:`D^{-1}A` as ``[N, N]`` CSR; rows of isolated nodes are zero."""
-    ei = simple_undirected(edge_index, num_nodes, self_loops)
+def _simple_edges(edge_index: Tensor, num_nodes: int, self_loops: bool, simple: bool) -> Tensor:
+    """``simple_undirected(edge_index, ...)``; with ``simple=True`` the input already is its
+    loop-free version, so only the loops are inserted (no second sort of the edges)."""
+    if simple:
+        return insert_self_loops(edge_index, num_nodes) if self_loops else edge_index
+    return simple_undirected(edge_index, num_nodes, self_loops)
+
+
+def rw_adjacency(edge_index: Tensor, num_nodes: int, self_loops: bool = True, simple: bool = False) -> Tensor:
+    r"""Row-normalised :math:`D^{-1}A` as ``[N, N]`` CSR; rows of isolated nodes are zero.
+
+    ``simple=True``: ``edge_index`` is already ``simple_undirected(..., self_loops=False)``."""
+    ei = _simple_edges(edge_index, num_nodes, self_loops, simple)
     deg = _degree(ei[0], num_nodes)
     inv = deg.reciprocal().nan_to_num(posinf=0.0)
     return to_csr(ei, inv[ei[0]], num_nodes)
@@ -80,12 +91,8 @@ def rw_adjacency(edge_index: Tensor, num_nodes: int, self_loops: bool = True) ->
 def sym_adjacency(edge_index: Tensor, num_nodes: int, self_loops: bool = True, simple: bool = False) -> Tensor:
     r"""Symmetric :math:`D^{-1/2}AD^{-1/2}` as ``[N, N]`` CSR (PyG ``gcn_norm``).
 
-    ``simple=True`` declares ``edge_index`` already ``simple_undirected(..., self_loops=False)``
-    (skips a second sort of the edges; same operator)."""
-    if simple:
-        ei = insert_self_loops(edge_index, num_nodes) if self_loops else edge_index
-    else:
-        ei = simple_undirected(edge_index, num_nodes, self_loops)
+    ``simple=True``: ``edge_index`` is already ``simple_undirected(..., self_loops=False)``."""
+    ei = _simple_edges(edge_index, num_nodes, self_loops, simple)
     deg = _degree(ei[0], num_nodes)
     inv_sqrt = deg.rsqrt().nan_to_num(posinf=0.0)
     return to_csr(ei, inv_sqrt[ei[0]] * inv_sqrt[ei[1]], num_nodes)
