@@ -8,11 +8,14 @@ import pytest
 import torch
 from test_graphany_model import one_thread  # noqa: F401  (autouse fixture: one thread)
 
+import omnigraph.models.entropy_distance as ed
 from omnigraph.models.entropy_distance import (
     EntropyDistance,
     binary_search_perplexity,
     off_diagonal,
     pairwise_sq_dist,
+    search_columns,
+    sq_dist_columns,
     target_entropy,
 )
 
@@ -140,3 +143,123 @@ def test_bad_input():
     with pytest.raises(ValueError, match=r"\[N, t>=2, C\]"):
         EntropyDistance(1.0)(torch.zeros(4, 5))
     assert EntropyDistance(1.0)(torch.zeros(0, 5, 3)).shape == (0, 20)
+
+
+# -- the fast paths of the vectorised search ---------------------------------------------------------
+
+def wide_rows(seed: int, n: int = 400) -> torch.Tensor:
+    """[n, 4] distances of 5-channel nodes over 18 orders of magnitude of logit scale (exponentials
+    underflow completely, partly or into denormals along the walk), with ties, a common offset and
+    all-zero rows."""
+    g = np.random.default_rng(seed)
+    y = g.standard_normal((n // 5, 5, 3)).astype(np.float32)
+    y *= (10.0 ** g.uniform(-9, 9, size=(n // 5, 1, 1))).astype(np.float32)
+    y[:6, 1] = y[:6, 0]                                  # ties at the minimum
+    y[6:12, 1:] = y[6:12, 1:2] + np.float32(1e-3) * y[6:12, 1:]   # far from X, close to each other
+    y[12:14] = 0.0
+    return off_diagonal(pairwise_sq_dist(torch.from_numpy(y))).reshape(-1, 4)
+
+
+def plain_walk(d: torch.Tensor, h_star: float, tol: float, max_iter: int):
+    """``_walk_start`` that skips nothing: beta = 1, no bounds, no steps taken."""
+    ones = torch.ones(d.size(1), dtype=torch.float64)
+    return ones, 0 * ones, ed._NO_UPPER * ones, 0 * ones
+
+
+@pytest.mark.parametrize("max_iter", [100, 9])
+@pytest.mark.parametrize("entropy", [0.5, 1.0, 2.0])
+def test_skipping_the_certain_walk_changes_nothing(entropy, max_iter, monkeypatch):
+    """Starting after the certain doubling/halving steps gives the very same beta (and P) as walking them."""
+    d = wide_rows(0).to(torch.float64).t().contiguous()
+    p, beta = search_columns(d, target_entropy(entropy), max_iter=max_iter)
+    _, _, _, skipped = ed._walk_start(d, target_entropy(entropy), ed.PERPLEXITY_TOLERANCE, max_iter)
+    assert skipped.sum() > 3 * d.size(1)                 # the skip is substantial here
+    monkeypatch.setattr(ed, "_walk_start", plain_walk)
+    p_walk, beta_walk = search_columns(d, target_entropy(entropy), max_iter=max_iter)
+    assert torch.equal(beta, beta_walk)
+    assert torch.equal(p, p_walk)
+
+
+def sklearn_gap(d: list[float], beta: float, h_star: float) -> float:
+    """H - H* as scikit-learn computes it (math.exp, epsilon when everything underflows)."""
+    e = [math.exp(-dj * beta) for dj in d]
+    s = sum(e) or EPS
+    return math.log(s) + beta * sum(dj * (ej / s) for dj, ej in zip(d, e)) - h_star
+
+
+@pytest.mark.parametrize("entropy", [0.5, 1.0, 1.5, 2.0])
+def test_skipped_steps_have_the_predicted_outcome(entropy):
+    """Each skipped step is a doubling (H > H* + tol) or a halving (H < H* - tol) for scikit-learn too."""
+    h_star = target_entropy(entropy)
+    rows = wide_rows(1)
+    beta, _, _, skipped = ed._walk_start(rows.to(torch.float64).t(), h_star, TOL, 100)
+    for d, b, n in zip(rows.tolist(), beta.tolist(), skipped.long().tolist()):
+        up = b > 1.0
+        for j in range(n):
+            gap = sklearn_gap(d, 2.0 ** j if up else 2.0 ** -j, h_star)
+            assert (gap > TOL) if up else (gap < -TOL), (d, j)
+
+
+def test_rows_near_complete_underflow():
+    """Nearly tied nearest candidates far away: beta ends where exp(-beta d) is denormal (exact path)."""
+    a = torch.logspace(-2, 4, 64, dtype=torch.float64)
+    d = torch.stack([a, a * (1 + 3e-7), 2 * a, 3 * a], 1).to(torch.float32)
+    for entropy in (0.5, 1.0):
+        p, beta = binary_search_perplexity(d, entropy)
+        slow = np.array([slow_row(row, entropy) for row in d.double().tolist()])
+        np.testing.assert_allclose(p.numpy(), slow, atol=1e-12, rtol=0)
+        assert ((beta * d[:, 0]) > 700).any()              # some rows did end near underflow
+
+
+def test_few_rows_finish_in_python_like_many():
+    """At most _TAIL_ROWS rows go through the plain-Python loop; the result is that of the vectorised one."""
+    d = wide_rows(2)
+    p_all, beta_all = binary_search_perplexity(d, 1.0)
+    for lo in range(0, 40, 8):
+        p, beta = binary_search_perplexity(d[lo:lo + 8], 1.0)
+        assert torch.equal(beta, beta_all[lo:lo + 8])
+        np.testing.assert_allclose(p.numpy(), p_all[lo:lo + 8].numpy(), atol=1e-15, rtol=0)
+
+
+def test_torch_exp_and_log_give_the_same_result(monkeypatch):
+    """Off CPU or on more threads (forced here) torch's exp/log replace numpy's: same betas, same P up to
+    rounding."""
+    d = wide_rows(3)
+    p, beta = binary_search_perplexity(d, 1.0)
+    monkeypatch.setattr(ed, "_exp", lambda x, out: torch.exp(x, out=out))
+    monkeypatch.setattr(ed, "_log", lambda x, out: torch.log(x, out=out))
+    p_torch, beta_torch = binary_search_perplexity(d, 1.0)
+    assert torch.equal(beta, beta_torch)
+    np.testing.assert_allclose(p.numpy(), p_torch.numpy(), atol=1e-14, rtol=0)
+
+
+def test_step_cap_and_degenerate_rows():
+    """scikit-learn's step cap: equal distances keep H = ln K, so beta doubles to 2**(max_iter-1) --
+    unless exp(-beta d) underflows first; a single candidate (H = 0) halves beta to 2**-(max_iter-1)."""
+    p, beta = binary_search_perplexity(torch.zeros(3, 4), 1.0)
+    assert torch.equal(beta, torch.full((3,), 2.0 ** 99, dtype=torch.float64))
+    assert torch.equal(p, torch.full((3, 4), 0.25, dtype=torch.float64))
+    _, beta = binary_search_perplexity(torch.full((2, 4), 1e-3), 1.0, max_iter=10)
+    assert torch.equal(beta, torch.full((2,), 2.0 ** 9, dtype=torch.float64))
+    # 1, 2, ..., 128, then exp(-256 * 5) underflows (H = ln eps): bisect to 192 in the 10th step
+    _, beta = binary_search_perplexity(torch.full((2, 4), 5.0), 1.0, max_iter=10)
+    assert torch.equal(beta, torch.full((2,), 192.0, dtype=torch.float64))
+    p, beta = binary_search_perplexity(torch.tensor([[0.0], [3.0]]), 1.0)
+    assert torch.equal(beta, torch.full((2,), 2.0 ** -99, dtype=torch.float64))
+    assert torch.equal(p, torch.ones(2, 1, dtype=torch.float64))
+
+
+def test_non_finite_distances_follow_scikit_learn():
+    """inf distances make scikit-learn's entropy nan, which is never 'done' and counts as 'too low'."""
+    d = torch.tensor([[math.inf, math.inf, math.inf, math.inf], [math.inf, 1.0, 2.0, 0.5]] * 10)
+    p, beta = binary_search_perplexity(d, 1.0)
+    slow = np.array([slow_row(row, 1.0) for row in d.double().tolist()])
+    np.testing.assert_allclose(p.numpy(), slow, atol=1e-12, rtol=0)
+    assert torch.equal(beta, torch.full((20,), 2.0 ** -99, dtype=torch.float64))
+
+
+def test_column_layout_of_the_distances():
+    torch.manual_seed(2)
+    y = torch.randn(7, 5, 3) * 10
+    expected = off_diagonal(pairwise_sq_dist(y)).permute(2, 1, 0).reshape(4, 35).double()
+    assert torch.equal(sq_dist_columns(y), expected)

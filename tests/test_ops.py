@@ -131,3 +131,36 @@ def test_insert_self_loops_and_simple_sym_adjacency_match_the_sorting_path():
         a, b = build(edges, n, loops), build(simple, n, loops, simple=True)
         assert torch.equal(a.crow_indices(), b.crow_indices()) and torch.equal(a.col_indices(), b.col_indices())
         assert torch.equal(a.values(), b.values())
+
+
+@pytest.mark.parametrize("n, e", [(1, 0), (6, 0), (7, 40), (300, 2000)])
+def test_simple_undirected_equals_pyg_pipeline(n, e):
+    """The lean key-sorting build gives exactly PyG's to_undirected -> remove/add loops -> coalesce."""
+    from torch_geometric.utils import add_self_loops, coalesce, remove_self_loops, to_undirected
+
+    g = torch.Generator().manual_seed(n + e)
+    edges = torch.randint(0, max(n - 2, 1), (2, e), generator=g)   # duplicates, loops, isolated tail nodes
+    for loops in (False, True):
+        ref, _ = remove_self_loops(to_undirected(edges, num_nodes=n))
+        if loops:
+            ref, _ = add_self_loops(ref, num_nodes=n)
+        assert torch.equal(simple_undirected(edges, n, loops), coalesce(ref, num_nodes=n))
+
+
+def test_rw_sym_pair_shares_one_int32_pattern_and_equals_the_separate_builders():
+    from omnigraph.ops import rw_sym_adjacency, undirected_pattern
+
+    ei, n = _random_graph(n=40, e=200, seed=4)
+    n += 2
+    rw, sym = rw_sym_adjacency(ei, n)
+    assert rw.col_indices().dtype == torch.int32 and rw.col_indices().data_ptr() == sym.col_indices().data_ptr()
+    assert rw.crow_indices().data_ptr() == sym.crow_indices().data_ptr()
+    for pair, single in ((rw, rw_adjacency(ei, n)), (sym, sym_adjacency(ei, n))):
+        assert torch.equal(pair.crow_indices().long(), single.crow_indices())
+        assert torch.equal(pair.col_indices().long(), single.col_indices())
+        assert torch.equal(pair.values(), single.values())                  # bit for bit
+    crow, col = undirected_pattern(ei, n, self_loops=False)
+    simple = simple_undirected(ei, n, self_loops=False)
+    assert torch.equal(col.long(), simple[1]) and torch.equal(crow.diff().long(), torch.bincount(simple[0], minlength=n))
+    x = torch.randn(n, 3)
+    assert torch.equal(torch.sparse.mm(rw, x), torch.sparse.mm(rw_adjacency(ei, n), x))

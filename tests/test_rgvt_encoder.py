@@ -227,3 +227,28 @@ def test_input_errors():
     ops = enc.build_operators(torch.tensor([[0], [1]]), 5)
     with pytest.raises(ValueError, match="5 nodes"):
         enc(x, depth=1, operators=ops)
+
+
+def test_column_chunks_stream_the_representation_and_operators_keep_sharing():
+    """column_chunks yields Z_L's column blocks exactly; converted operators still share their pattern."""
+    from omnigraph.models.rgvt_head import RGVTHead
+
+    data = messy_graph(n=50, f=23)
+    enc = _random_encoder(3)
+    csr = enc.build_operators(data.edge_index, data.num_nodes, transposes=False, layout="csr")
+    coo = csr.with_layout("coo")
+    assert coo.rw._indices().data_ptr() == coo.sym._indices().data_ptr()
+    assert csr.rw.col_indices().data_ptr() == csr.sym.col_indices().data_ptr()
+    head = RGVTHead(23, 4, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        z = enc(data.x, depth=3, operators=csr, chunk_size=5)
+        # each chunk is valid until the next one is yielded (the buffers are reused): copy to keep
+        chunks = [(c, part.clone()) for c, part in enc.column_chunks(data.x, depth=3, operators=csr, chunk_size=5)]
+        assert [c.start for c, _ in chunks] == [0, 5, 10, 15, 20] and chunks[-1][0].stop == 23
+        assert all(torch.equal(z[:, c], part) for c, part in chunks)
+        streamed = head.forward_chunks(enc.column_chunks(data.x, depth=3, operators=csr, chunk_size=5))
+        torch.testing.assert_close(streamed, head(z), rtol=1e-5, atol=1e-5)
+        with pytest.raises(ValueError, match="cover 20 columns"):
+            head.forward_chunks(chunks[:-1])
+    with pytest.raises(ValueError, match="depth"):
+        next(enc.column_chunks(data.x, data.edge_index, depth=-1))

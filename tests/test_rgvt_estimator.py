@@ -275,3 +275,38 @@ def test_fit_works_under_no_grad(graph):
         clf = RGVT(_encoder(), seed=1, **FAST).fit(graph)
     ref = RGVT(_encoder(), seed=1, **FAST).fit(graph)
     assert all(torch.equal(p, q) for p, q in zip(_head_params(clf), _head_params(ref)))
+
+
+def test_labelled_rows_chunk_major_equals_depth_major(graph):
+    """Few labelled rows: one chunk-major pass; many: the depth-major buffer. Same numbers, bit for bit."""
+    from omnigraph.estimators.rgvt import labelled_representations
+
+    enc = _encoder(2)
+    ops = enc.build_operators(graph.edge_index, graph.num_nodes, transposes=False)
+    few, many = torch.tensor([5, 1, 40]), torch.arange(80)
+    for rows in (few, many):
+        got = dict(labelled_representations(enc, graph.x, ops, rows, (1, 3, 4), chunk_size=5))
+        with torch.no_grad():
+            full = enc(graph.x, depth=4, operators=ops, return_all=True)
+        assert sorted(got) == [1, 3, 4] and all(torch.equal(got[d], full[d - 1][rows]) for d in got)
+
+
+def test_large_graphs_predict_without_holding_the_representation(graph, monkeypatch):
+    """Past keep_full_bytes, decision_function never holds Z_L: the head's first layer is
+    accumulated over column chunks (head narrower than F) or Z_L rows are assembled block by
+    block (head at least as wide), with one encoder pass per block of predict_block_bytes.
+    Same predictions, logits equal up to float summation order, nothing cached."""
+    for hidden in (8, 32):     # F = 16: streamed accumulator, then assembled rows
+        clf = RGVT(_encoder(), seed=0, chunk_size=3, hidden_channels=hidden, **FAST).fit(graph)
+        dense = clf.decision_function(graph)
+        assert clf._predict_block(graph) is None
+        monkeypatch.setattr(RGVT, "keep_full_bytes", 0)
+        for block_bytes, blocks in ((1 << 20, 1), (4 * min(16, hidden) * 25, 4)):   # 90 rows: 1 block or 25 each
+            monkeypatch.setattr(RGVT, "predict_block_bytes", block_bytes)
+            clf._cache["z"] = {}
+            assert -(-90 // clf._predict_block(graph)) == blocks
+            out = clf.decision_function(graph)
+            assert clf._cache["z"] == {}
+            torch.testing.assert_close(out, dense, rtol=1e-5, atol=1e-5)
+            assert torch.equal(out.argmax(1), dense.argmax(1))
+        monkeypatch.undo()

@@ -62,7 +62,8 @@ def test_perf_driver_smoke(tmp_path, data_root):
     for section in ("rgvt_memory", "fingerprint", "propagation"):
         assert all("error" not in r for r in results[section].values()), results[section]
     rgvt = results["rgvt_memory"]["coauthor_physics"]
-    assert rgvt["nodes"] == 2708 and rgvt["peak_rss_mib"] > rgvt["x_mib"] > 0
+    assert rgvt["nodes"] == 2708 and rgvt["peak_rss_mib"] > rgvt["interpreter_mib"] > rgvt["x_mib"] > 0
+    assert rgvt["test_accuracy"] > 0.7 and 1 <= rgvt["depth"] <= 8    # fit + predict really ran
     assert all(0.2 < r["ratio"] < 5 for r in results["propagation"].values())
     assert set(results["scaling"]["fits"]) == {"rgvt", "refi"}
     text = (tmp_path / "performance.md").read_text()

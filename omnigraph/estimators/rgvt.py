@@ -329,7 +329,18 @@ def labelled_representations(encoder: RGVTEncoder, x: Tensor, operators: RGVTOpe
     matrix), so that the caller can predict without a second pass.
     """
     wanted = set(depths)
-    # without keep_full only row copies leave this function, so one buffer can serve all depths
+    if keep_full is None and max(wanted) * rows.numel() <= x.size(0):
+        # few labelled rows (e.g. 20 per class): one chunk-major pass keeps only their rows, for
+        # every depth at once, so no full [N, F] iterate is ever held (X and one chunk's views)
+        with torch.no_grad():
+            outs = encoder(x, depth=max(wanted), operators=operators, chunk_size=chunk_size, return_all=True,
+                           rows=rows)
+        for depth, z in enumerate(outs, start=1):
+            if depth in wanted:
+                yield depth, z
+        return
+    # otherwise depth-major; without keep_full only row copies leave this function, so one
+    # buffer can serve all depths
     steps = encoder.iterate(x, depth=max(depths), operators=operators, chunk_size=chunk_size,
                             reuse=keep_full is None)
     while True:
@@ -407,11 +418,21 @@ class RGVT:
     (head-training epochs, all heads), ``depth_scores_`` (depth -> validation accuracy of the
     selection criterion), ``depth_results_``, ``num_classes_``, ``n_features_in_``,
     ``fit_seconds_``.
+
+    Memory: besides X and the two operators (one shared int32 CSR pattern), ``fit`` holds the
+    labelled rows of the depths it compares, plus one ``[N, F]`` iterate only when those rows
+    outnumber ``N / max(depths)``. On graphs whose :math:`Z_L` exceeds :attr:`keep_full_bytes`,
+    ``predict`` never holds :math:`Z_L`: see :attr:`predict_block_bytes` and
+    ``docs/results/performance.md``.
     """
 
     #: keep every depth's full representation after ``fit`` when they fit in this many bytes,
     #: so that ``predict`` / ``score`` on the fitted graph need no second recurrence pass
     keep_full_bytes: int = 256 << 20
+    #: on larger graphs ``decision_function`` holds at most this many bytes of ``[rows, min(F,
+    #: hidden)]`` buffer (Z_L rows or the head's first layer), working on blocks of rows with
+    #: one encoder pass per block: memory for time, as scikit-learn's ``working_memory``
+    predict_block_bytes: int = 128 << 20
 
     def __init__(self, encoder: RGVTEncoder | None = None, *, protocol: str = "fast", head: str = "mlp",
                  hidden_channels: int = 128, depths: Sequence[int] = tuple(range(1, 9)), lr: float = 5e-3,
@@ -542,8 +563,44 @@ class RGVT:
         if data.x.size(1) != self.n_features_in_:
             raise ValueError(f"data.x has {data.x.size(1)} features but the head was fitted on "
                              f"{self.n_features_in_}; fit on this graph first")
+        graph = self._graph(data)
+        n, f = data.x.shape
+        block = self._predict_block(data)
         with torch.no_grad():
-            return self.head_(self._encode(data, self.depth_)).cpu()
+            if self.depth_ in graph["z"] or block is None:
+                return self._head_rows(self._encode(data, self.depth_)).cpu()
+            # large graph: Z_L is never held whole. The encoder yields it column chunk by column
+            # chunk; the head's first layer is accumulated over them when it is narrower than F,
+            # else the block's Z_L rows are assembled (see _predict_block).
+            encoder, out = self.encoder.to(self.device), []
+            for start in range(0, n, block):
+                rows = None if block >= n else torch.arange(start, min(start + block, n), device=self.device)
+                chunks = encoder.column_chunks(graph["x"], depth=self.depth_, operators=graph["ops"],
+                                               chunk_size=self.chunk_size, rows=rows)
+                if self.head_.lins[0].out_features < f:
+                    out.append(self.head_.forward_chunks(chunks).cpu())
+                    continue
+                z = graph["x"].new_empty(n if rows is None else rows.numel(), f)
+                for cols, part in chunks:
+                    z[:, cols] = part
+                out.append(self._head_rows(z).cpu())
+                del z
+            return torch.cat(out) if len(out) > 1 else out[0]
+
+    def _predict_block(self, data) -> int | None:
+        """Rows per encoder pass in ``decision_function``; None when ``Z_L`` (at most
+        ``keep_full_bytes``) is simply built whole. Otherwise the buffer ``[rows, min(F, hidden)]``
+        is kept within ``predict_block_bytes``, one encoder pass per block of rows."""
+        n, f = data.x.shape
+        if n * f * 4 <= self.keep_full_bytes:
+            return None
+        return max(1, self.predict_block_bytes // (4 * min(f, self.head_.lins[0].out_features)))
+
+    def _head_rows(self, z: Tensor, rows: int = 1 << 14) -> Tensor:
+        """The head on ``z`` in blocks of rows (its ``[rows, hidden]`` temporaries stay small)."""
+        if z.size(0) <= rows:
+            return self.head_(z)
+        return torch.cat([self.head_(z[s:s + rows]) for s in range(0, z.size(0), rows)])
 
     def predict_proba(self, data) -> Tensor:
         """Class probabilities ``[N, C]``."""

@@ -44,7 +44,7 @@ from torch import Tensor, nn
 
 from omnigraph._npz import load_npz
 from omnigraph.hub import PretrainedMixin, register_model
-from omnigraph.ops import rw_adjacency, simple_undirected, sym_adjacency
+from omnigraph.ops import rw_sym_adjacency
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
 from omnigraph.validation import check_memory
 
@@ -76,13 +76,42 @@ class RGVTOperators(NamedTuple):
         return RGVTOperators(*(None if m is None else m.to(*args) for m in self))
 
     def with_layout(self, layout: str) -> RGVTOperators:
-        """The same operators as ``"csr"`` or ``"coo"`` sparse matrices (converted only if needed)."""
+        """The same operators as ``"csr"`` or ``"coo"`` sparse matrices (converted only if needed;
+        operators that shared one pattern still share it after the conversion)."""
         if layout not in ("csr", "coo"):
             raise ValueError(f"layout must be 'csr' or 'coo', got {layout!r}")
         want = torch.sparse_csr if layout == "csr" else torch.sparse_coo
         if all(m is None or m.layout == want for m in self):
             return self
-        return RGVTOperators(*(None if m is None else _as_layout(m, layout) for m in self))
+        done: dict[tuple, Tensor] = {}     # converted index pattern -> a converted operator
+        out = []
+        for m in self:
+            if m is None or m.layout == want:
+                out.append(m)
+                continue
+            key = _pattern_key(m)
+            if key in done:
+                out.append(_with_values(done[key], _values(m)))
+            else:
+                done[key] = _as_layout(m, layout)
+                out.append(done[key])
+        return RGVTOperators(*out)
+
+
+def _pattern_key(op: Tensor) -> tuple:
+    idx = (op.crow_indices(), op.col_indices()) if op.layout == torch.sparse_csr else (op._indices(),)
+    return tuple(t.data_ptr() for t in idx) + (op._nnz(),)
+
+
+def _values(op: Tensor) -> Tensor:
+    return op.values() if op.layout == torch.sparse_csr else op._values()
+
+
+def _with_values(op: Tensor, values: Tensor) -> Tensor:
+    """A sparse matrix with the index pattern of ``op`` (shared, not copied) and new values."""
+    if op.layout == torch.sparse_csr:
+        return torch.sparse_csr_tensor(op.crow_indices(), op.col_indices(), values, op.shape)
+    return torch.sparse_coo_tensor(op._indices(), values, op.shape, is_coalesced=True)
 
 
 def _as_layout(op: Tensor, layout: str) -> Tensor:
@@ -204,18 +233,16 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     @staticmethod
     def build_operators(edge_index: Tensor, num_nodes: int, transposes: bool = True,
                         layout: str = "coo") -> RGVTOperators:
-        """:math:`A_{\\mathrm{rw}}` and :math:`A_{\\mathrm{sym}}` of the self-looped undirected graph.
+        r""":math:`A_{\mathrm{rw}}` and :math:`A_{\mathrm{sym}}` of the self-looped undirected graph.
 
-        Stored as coalesced COO (the sparse layout does not change the numbers). With
-        ``transposes`` (for training), :math:`A_{\\mathrm{rw}}^\\top` is also kept so that the
-        backward pass is one more SpMM; inference passes ``False`` and saves a third of the memory.
-        ``layout`` (``"coo"`` or ``"csr"``): see :meth:`layout_for`; the encoder converts
-        operators of the other layout itself.
+        Both share one index pattern (:func:`~omnigraph.ops.rw_sym_adjacency`; int32 CSR
+        indices where they fit), so the pair costs one pattern and two value arrays. With
+        ``transposes`` (for training), :math:`A_{\mathrm{rw}}^\top` is also kept so that the
+        backward pass is one more SpMM; inference passes ``False``. ``layout`` (``"coo"`` or
+        ``"csr"``): see :meth:`layout_for`; the sparse layout does not change the numbers.
         """
-        simple = simple_undirected(edge_index, num_nodes, self_loops=False)   # one sort for both operators
-        rw, sym = (_as_layout(op(simple, num_nodes, self_loops=True, simple=True), layout)
-                   for op in (rw_adjacency, sym_adjacency))
-        return RGVTOperators(rw, sym, transpose(rw), sym) if transposes else RGVTOperators(rw, sym)
+        ops = RGVTOperators(*rw_sym_adjacency(edge_index, num_nodes)).with_layout(layout)
+        return RGVTOperators(ops.rw, ops.sym, transpose(ops.rw), ops.sym) if transposes else ops
 
     def layout_for(self, columns: int) -> str:
         """Sparse layout of the operators for chunks of ``columns`` feature columns.
@@ -269,16 +296,31 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
 
     def step(self, x: Tensor, operators: RGVTOperators) -> Tensor:
         r"""One GVT step :math:`\Psi(X)`: ``[N, c] -> [N, c]`` (no column chunking)."""
-        views = self.view_list(x, operators)
-        if torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in self.mlp.parameters())):
-            return self.mlp(torch.stack(views).reshape(self.num_views, -1)).view_as(x)
-        # inference: apply phi to blocks of entries so that its [V, block] temporaries stay in
-        # cache (about 2x faster on CPU); every entry is computed exactly as in the branch above
-        flat = [v.reshape(-1) for v in views]
-        out = x.new_empty(x.numel())
-        for s in range(0, out.numel(), self.phi_block):
-            out[s:s + self.phi_block] = self.mlp(torch.stack([v[s:s + self.phi_block] for v in flat]))
-        return out.view_as(x)
+        if self._needs_grad(x):
+            return self.mlp(self.views(x, operators).reshape(self.num_views, -1)).view_as(x)
+        return self._step_into(x, operators, x.new_empty(self.num_views * x.numel()), x.new_empty(x.shape))
+
+    def _needs_grad(self, x: Tensor) -> bool:
+        return torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in self.mlp.parameters()))
+
+    def _step_into(self, x: Tensor, operators: RGVTOperators, work: Tensor, out: Tensor) -> Tensor:
+        """Inference step that allocates nothing: the views go to ``work`` (flat, at least
+        ``V * N * c`` floats), :math:`\Psi(X)` to ``out`` (``[N, c]``, contiguous; it may be
+        ``x`` itself, which is read only before ``out`` is written). Reusing the two buffers over
+        chunks and steps keeps the allocator from fragmenting the heap. Same numbers as the
+        autograd branch of :meth:`step`."""
+        n, c = x.shape
+        views = work[:self.num_views * n * c].view(self.num_views, n, c)
+        views[0].copy_(x)
+        for k in range(1, self.adj_max_hop + 1):   # slots: X, A_rw X, A_sym X, A_rw^2 X, ...
+            torch.mm(operators.rw, views[2 * k - 3 if k > 1 else 0], out=views[2 * k - 1])
+            torch.mm(operators.sym, views[2 * k - 2 if k > 1 else 0], out=views[2 * k])
+        # phi on blocks of entries so that its [V, block] temporaries stay in cache (about 2x
+        # faster on CPU than one pass over all entries)
+        flat, dest = views.view(self.num_views, -1), out.view(-1)
+        for s in range(0, dest.numel(), self.phi_block):
+            dest[s:s + self.phi_block] = self.mlp(flat[:, s:s + self.phi_block])
+        return out
 
     def forward(self, x: Tensor, edge_index: Tensor | None = None, depth: int = 1,
                 chunk_size: int | None = None, operators: RGVTOperators | None = None,
@@ -308,22 +350,53 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         n_out = n if rows is None else rows.numel()
         keep = list(range(1, depth + 1)) if return_all else [depth]
         outs = [x.new_empty(n_out, f) for _ in keep]
+        for cols, layer, cur in self._chunk_pass(x, depth, operators, chunk_size):
+            if layer in keep:
+                outs[layer - 1 if return_all else 0][:, cols] = cur if rows is None else cur[rows]
+        return outs if return_all else outs[0]
+
+    def _chunk_pass(self, x: Tensor, depth: int, operators: RGVTOperators, chunk_size: int | None
+                    ) -> Iterator[tuple[slice, int, Tensor]]:
+        """Chunk-major recurrence: yield ``(cols, l, Z_l[:, cols])`` for every column chunk and
+        ``l = 0..depth`` (``Z_0 = X``); each yielded chunk is valid until the next one."""
+        n, f = x.shape
         step = self.chunk_columns(n, f, chunk_size)
         operators = operators.with_layout(self.layout_for(step))
+        grad = self._needs_grad(x)
+        if not grad and depth:   # one workspace for every chunk and step (see _step_into)
+            work, buf = x.new_empty(self.num_views * n * step), x.new_empty(n * step)
         for s in range(0, f, step):
-            cur = x[:, s:s + step]
-            if depth == 0:
-                outs[0][:, s:s + step] = cur if rows is None else cur[rows]
+            cols = slice(s, min(s + step, f))
+            cur = x[:, cols]
+            yield cols, 0, cur
             for layer in range(1, depth + 1):
-                cur = self.step(cur, operators)
-                if return_all or layer == depth:
-                    outs[layer - 1 if return_all else 0][:, s:s + step] = cur if rows is None else cur[rows]
-        return outs if return_all else outs[0]
+                cur = self.step(cur, operators) if grad else \
+                    self._step_into(cur, operators, work, buf[:n * (cols.stop - s)].view(n, -1))
+                yield cols, layer, cur
+
+    def column_chunks(self, x: Tensor, edge_index: Tensor | None = None, depth: int = 1,
+                      chunk_size: int | None = None, operators: RGVTOperators | None = None,
+                      rows: Tensor | None = None) -> Iterator[tuple[slice, Tensor]]:
+        r"""Yield ``(cols, Z[:, cols])`` for :math:`Z = \Psi^{L}(X)`, one column chunk at a time.
+
+        By column separability each chunk is final when yielded, so a consumer that reduces
+        over columns (e.g. the head's first layer, :meth:`RGVTHead.forward_chunks`) never needs
+        the whole ``[N, F]`` matrix: only ``x``, the operators and one chunk's views are alive.
+        With ``rows`` only those rows of each chunk are yielded (the recurrence still runs on
+        the whole graph). Without ``rows`` a yielded chunk lives in a reused buffer and is valid
+        until the next one is yielded (copy what you keep).
+        """
+        if depth < 0:
+            raise ValueError(f"depth must be >= 0, got {depth}")
+        operators = self._operators(x, edge_index, operators)
+        for cols, layer, cur in self._chunk_pass(x, depth, operators, chunk_size):
+            if layer == depth:
+                yield cols, cur if rows is None else cur[rows]
 
     def iterate(self, x: Tensor, edge_index: Tensor | None = None, depth: int = 8,
                 chunk_size: int | None = None, operators: RGVTOperators | None = None,
                 reuse: bool = False) -> Iterator[tuple[int, Tensor]]:
-        r"""Yield ``(l, Z_l)`` for ``l = 1..depth``, each a full ``[N, F]`` matrix.
+        r"""Yield ``(l, Z_l)`` for ``l = 1..depth``, each a full ``[N, F]`` matrix (no gradients).
 
         Depth-major counterpart of ``forward(return_all=True)``: at most two ``[N, F]``
         iterates are alive at once (plus the caller's references), so all depths of a wide
@@ -338,11 +411,15 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         n, f = x.shape
         step = self.chunk_columns(n, f, chunk_size)
         operators = operators.with_layout(self.layout_for(step))
+        work, buf = x.new_empty(self.num_views * n * step), x.new_empty(n * step)
         cur = x
         for layer in range(1, depth + 1):
             nxt = cur if reuse and cur is not x else x.new_empty(n, f)
             for s in range(0, f, step):
-                nxt[:, s:s + step] = self.step(cur[:, s:s + step], operators)
+                width = min(step, f - s)
+                with torch.no_grad():
+                    nxt[:, s:s + width] = self._step_into(cur[:, s:s + width], operators, work,
+                                                          buf[:n * width].view(n, width))
             cur = nxt
             yield layer, cur
 

@@ -13,7 +13,7 @@ orthogonal weights and zero biases at initialisation, no dropout and no normalis
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import pairwise
 
 import torch
@@ -69,6 +69,26 @@ class RGVTHead(nn.Module):
         for i, lin in enumerate(self.lins):
             z = lin(z) if i == 0 else lin(z.relu())
         return z
+
+    def forward_chunks(self, chunks: Iterable[tuple[slice, Tensor]]) -> Tensor:
+        r"""``forward(z)`` for ``z`` given as column chunks ``(cols, z[:, cols])`` covering all F
+        columns once (e.g. :meth:`RGVTEncoder.column_chunks`).
+
+        The first layer is linear, :math:`z W_1^\top = \sum_k z_{:,k} W_{1,:,k}^\top`, so it is
+        accumulated chunk by chunk into ``[N, out]`` and ``z`` is never held whole. Equal to
+        ``forward`` up to the order of the float sums.
+        """
+        first, acc, seen = self.lins[0], None, 0
+        for cols, z in chunks:
+            part = z @ first.weight[:, cols].t()
+            acc = part if acc is None else acc.add_(part)
+            seen += (cols.stop - cols.start)
+        if acc is None or seen != self.in_channels:
+            raise ValueError(f"the chunks cover {seen} columns but the head takes {self.in_channels}")
+        out = acc.add_(first.bias)
+        for lin in self.lins[1:]:
+            out = lin(out.relu_())     # in place: the accumulator is ours
+        return out
 
     @staticmethod
     def stacked_forward(heads: Sequence[RGVTHead], z: Tensor) -> Tensor:

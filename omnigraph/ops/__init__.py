@@ -3,8 +3,10 @@ from omnigraph.ops.adjacency import (
                                      identity_minus,
                                      mean_adjacency,
                                      rw_adjacency,
+                                     rw_sym_adjacency,
                                      simple_undirected,
                                      sym_adjacency,
+                                     undirected_pattern,
 )
 from omnigraph.ops.distributed import column_parallel, column_range, gather_columns
 from omnigraph.ops.propagate import available_backends, propagate, spmm
@@ -18,7 +20,9 @@ __all__ = [
                                      "mean_adjacency",
                                      "propagate",
                                      "rw_adjacency",
+                                     "rw_sym_adjacency",
                                      "simple_undirected",
                                      "spmm",
                                      "sym_adjacency",
+                                     "undirected_pattern",
 ]
