@@ -575,16 +575,11 @@ class RGVT:
             encoder, out = self.encoder.to(self.device), []
             for start in range(0, n, block):
                 rows = None if block >= n else torch.arange(start, min(start + block, n), device=self.device)
-                chunks = encoder.column_chunks(graph["x"], depth=self.depth_, operators=graph["ops"],
-                                               chunk_size=self.chunk_size, rows=rows)
+                args = {"depth": self.depth_, "operators": graph["ops"], "chunk_size": self.chunk_size, "rows": rows}
                 if self.head_.lins[0].out_features < f:
-                    out.append(self.head_.forward_chunks(chunks).cpu())
-                    continue
-                z = graph["x"].new_empty(n if rows is None else rows.numel(), f)
-                for cols, part in chunks:
-                    z[:, cols] = part
-                out.append(self._head_rows(z).cpu())
-                del z
+                    out.append(self.head_.forward_chunks(encoder.column_chunks(graph["x"], **args)).cpu())
+                else:
+                    out.append(self._head_rows(encoder(graph["x"], **args)).cpu())
             return torch.cat(out) if len(out) > 1 else out[0]
 
     def _predict_block(self, data) -> int | None:

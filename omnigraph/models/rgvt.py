@@ -298,19 +298,25 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         r"""One GVT step :math:`\Psi(X)`: ``[N, c] -> [N, c]`` (no column chunking)."""
         if self._needs_grad(x):
             return self.mlp(self.views(x, operators).reshape(self.num_views, -1)).view_as(x)
-        return self._step_into(x, operators, x.new_empty(self.num_views * x.numel()), x.new_empty(x.shape))
+        return self._step_into(x, operators, self._workspace(x, x.size(1))).clone()
 
     def _needs_grad(self, x: Tensor) -> bool:
         return torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in self.mlp.parameters()))
 
-    def _step_into(self, x: Tensor, operators: RGVTOperators, work: Tensor, out: Tensor) -> Tensor:
-        """Inference step that allocates nothing: the views go to ``work`` (flat, at least
-        ``V * N * c`` floats), :math:`\Psi(X)` to ``out`` (``[N, c]``, contiguous; it may be
-        ``x`` itself, which is read only before ``out`` is written). Reusing the two buffers over
-        chunks and steps keeps the allocator from fragmenting the heap. Same numbers as the
-        autograd branch of :meth:`step`."""
+    def _workspace(self, x: Tensor, columns: int) -> Tensor:
+        """Flat buffer for :meth:`_step_into` on chunks of up to ``columns`` columns of ``x``."""
+        return x.new_empty((self.num_views + 1) * x.size(0) * columns)
+
+    def _step_into(self, x: Tensor, operators: RGVTOperators, work: Tensor) -> Tensor:
+        r"""Inference step that allocates nothing: the views and then :math:`\Psi(X)` are written
+        into ``work`` (from :meth:`_workspace`); returns the ``[N, c]`` result, a view into
+        ``work`` that the next call overwrites (``x`` may be that view: it is copied first).
+        Reusing one buffer over chunks and steps keeps the allocator from fragmenting the heap.
+        Same numbers as the autograd branch of :meth:`step`."""
         n, c = x.shape
-        views = work[:self.num_views * n * c].view(self.num_views, n, c)
+        size = self.num_views * n * c
+        views = work[:size].view(self.num_views, n, c)
+        out = work[size:size + n * c].view(n, c)
         views[0].copy_(x)
         for k in range(1, self.adj_max_hop + 1):   # slots: X, A_rw X, A_sym X, A_rw^2 X, ...
             torch.mm(operators.rw, views[2 * k - 3 if k > 1 else 0], out=views[2 * k - 1])
@@ -364,14 +370,13 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         operators = operators.with_layout(self.layout_for(step))
         grad = self._needs_grad(x)
         if not grad and depth:   # one workspace for every chunk and step (see _step_into)
-            work, buf = x.new_empty(self.num_views * n * step), x.new_empty(n * step)
+            work = self._workspace(x, step)
         for s in range(0, f, step):
             cols = slice(s, min(s + step, f))
             cur = x[:, cols]
             yield cols, 0, cur
             for layer in range(1, depth + 1):
-                cur = self.step(cur, operators) if grad else \
-                    self._step_into(cur, operators, work, buf[:n * (cols.stop - s)].view(n, -1))
+                cur = self.step(cur, operators) if grad else self._step_into(cur, operators, work)
                 yield cols, layer, cur
 
     def column_chunks(self, x: Tensor, edge_index: Tensor | None = None, depth: int = 1,
@@ -411,15 +416,13 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         n, f = x.shape
         step = self.chunk_columns(n, f, chunk_size)
         operators = operators.with_layout(self.layout_for(step))
-        work, buf = x.new_empty(self.num_views * n * step), x.new_empty(n * step)
+        work = self._workspace(x, step)
         cur = x
         for layer in range(1, depth + 1):
             nxt = cur if reuse and cur is not x else x.new_empty(n, f)
             for s in range(0, f, step):
-                width = min(step, f - s)
                 with torch.no_grad():
-                    nxt[:, s:s + width] = self._step_into(cur[:, s:s + width], operators, work,
-                                                          buf[:n * width].view(n, width))
+                    nxt[:, s:s + step] = self._step_into(cur[:, s:s + step], operators, work)
             cur = nxt
             yield layer, cur
 
