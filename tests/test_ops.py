@@ -164,3 +164,41 @@ def test_rw_sym_pair_shares_one_int32_pattern_and_equals_the_separate_builders()
     assert torch.equal(col.long(), simple[1]) and torch.equal(crow.diff().long(), torch.bincount(simple[0], minlength=n))
     x = torch.randn(n, 3)
     assert torch.equal(torch.sparse.mm(rw, x), torch.sparse.mm(rw_adjacency(ei, n), x))
+
+
+@pytest.mark.parametrize("num_blocks", [1, 2, 3, 7, 50])
+def test_column_blocked_product_matches_dense_and_shares_the_split_pattern(num_blocks):
+    from omnigraph.ops import ColumnBlockedCSR, rw_sym_adjacency, split_columns, spmm_into
+
+    ei, n = _random_graph(n=45, e=300, seed=5)
+    rw, sym = rw_sym_adjacency(ei, n)
+    other = rw_adjacency(ei, n)                                  # its own (int64) pattern
+    b_rw, b_sym, b_other = split_columns([rw, sym, other], num_blocks)
+    assert isinstance(b_rw, ColumnBlockedCSR) and b_rw.shape == (n, n) and b_rw.size(0) == n
+    assert b_rw.starts[0] == 0 and b_rw.starts[-1] == n and len(b_rw.parts) == len(b_rw.starts) - 1
+    assert len(b_rw.parts) == min(num_blocks, n)
+    assert sum(p._nnz() for p in b_rw.parts) == rw._nnz()
+    for p, q in zip(b_rw.parts, b_sym.parts):                    # split once, shared
+        assert p.col_indices().data_ptr() == q.col_indices().data_ptr()
+    assert b_other.parts[0].col_indices().data_ptr() != b_rw.parts[0].col_indices().data_ptr()
+    x = torch.randn(n, 4)
+    for blocked, op in ((b_rw, rw), (b_sym, sym), (b_other, other)):
+        torch.testing.assert_close(blocked.mm(x), op.to_dense() @ x, rtol=1e-5, atol=1e-6)
+        out = torch.full((n, 4), float("nan"))
+        assert spmm_into(blocked, x, out) is out and torch.allclose(out, op.to_dense() @ x, atol=1e-6)
+    wide = b_rw.to(torch.float64)
+    assert wide.dtype == torch.float64 and wide.device == rw.device and wide.starts == b_rw.starts
+    torch.testing.assert_close(wide.mm(x.double()), rw.to_dense().double() @ x.double())
+
+
+def test_split_columns_rejects_bad_input():
+    from omnigraph.ops import rw_sym_adjacency, split_columns
+
+    ei, n = _random_graph()
+    rw, _ = rw_sym_adjacency(ei, n)
+    with pytest.raises(ValueError, match="num_blocks"):
+        split_columns([rw], 0)
+    with pytest.raises(ValueError, match="CSR"):
+        split_columns([rw.to_sparse_coo()], 2)
+    with pytest.raises(ValueError, match="30 columns"):
+        split_columns([rw], 2)[0].mm(torch.randn(29, 2))

@@ -124,6 +124,7 @@ def test_operator_layout_follows_chunk_width_and_only_rounds():
     data = messy_graph(n=60, f=80)
     enc = _random_encoder(2)
     assert enc.layout_for(enc.csr_below_columns - 1) == "csr" and enc.layout_for(enc.csr_below_columns) == "coo"
+    enc.csr_below_columns = 64      # so that this small graph's 80-column chunks run on COO
     coo = enc.build_operators(data.edge_index, data.num_nodes)
     csr = enc.build_operators(data.edge_index, data.num_nodes, layout="csr")
     assert coo.rw.layout == torch.sparse_coo and csr.rw.layout == csr.rw_t.layout == torch.sparse_csr
@@ -252,3 +253,34 @@ def test_column_chunks_stream_the_representation_and_operators_keep_sharing():
             head.forward_chunks(chunks[:-1])
     with pytest.raises(ValueError, match="depth"):
         next(enc.column_chunks(data.x, data.edge_index, depth=-1))
+
+
+def test_column_blocked_operators_only_round_and_are_for_inference():
+    """Large graphs get column-blocked CSR operators: same encoder output up to rounding."""
+    data = messy_graph(n=60, f=20)
+    enc = _random_encoder(4)
+    assert enc.blocks_for(enc.block_min_nodes - 1, 8) == 1                        # small graph: off
+    assert enc.blocks_for(enc.block_min_nodes, enc.csr_below_columns) == 1        # COO-width chunks: off
+    n = enc.block_min_nodes
+    assert enc.blocks_for(n, 48) == -(-4 * n * 48 // enc.block_bytes) == 6
+    assert enc.blocks_for(n, 48, device="cuda") == 1                              # a CPU-cache measure
+    plain = enc.build_operators(data.edge_index, data.num_nodes, transposes=False, layout="csr")
+    blocked = enc.build_operators(data.edge_index, data.num_nodes, transposes=False, layout="csr", blocks=3)
+    assert blocked.blocked and not plain.blocked and len(blocked.rw.parts) == 3 and blocked.num_nodes == 60
+    assert blocked.with_layout("coo") is blocked and blocked.to(torch.float32).blocked
+    with torch.no_grad():
+        ref = enc(data.x, depth=4, operators=plain, return_all=True)
+        out = enc(data.x, depth=4, operators=blocked, return_all=True, chunk_size=7)
+        for a, b in zip(ref, out):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(dict(enc.iterate(data.x, depth=4, operators=blocked))[4], ref[-1],
+                                   rtol=1e-5, atol=1e-5)
+        enc.block_min_nodes, enc.block_bytes = 0, 4 * 60 * 7 // 5      # the encoder's own choice: 5 blocks
+        assert enc.blocks_for(60, 7) == 5
+        torch.testing.assert_close(enc(data.x, data.edge_index, depth=4, chunk_size=7), ref[-1], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="transposes=False"):
+        enc.build_operators(data.edge_index, data.num_nodes, blocks=2)
+    with pytest.raises(ValueError, match="CSR inference"):
+        plain.with_layout("coo", blocks=2)
+    with pytest.raises(ValueError, match="gradients"):
+        enc(data.x, depth=1, operators=blocked)                  # grad enabled, trainable phi

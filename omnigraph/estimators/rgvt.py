@@ -372,11 +372,13 @@ def _num_classes(num_classes: int | None, y_train: Tensor, y_val: Tensor) -> int
     return int(num_classes)
 
 
-def _inference_operators(encoder: RGVTEncoder, data, chunk_size: int | None) -> RGVTOperators:
-    """Operators without transposes, built directly in the layout the encoder will use."""
+def _inference_operators(encoder: RGVTEncoder, data, chunk_size: int | None,
+                         device: str | torch.device = "cpu") -> RGVTOperators:
+    """Operators without transposes, built directly in the layout the encoder will use on ``device``."""
     columns = encoder.chunk_columns(data.num_nodes, data.x.size(1), chunk_size)
     return encoder.build_operators(data.edge_index, data.num_nodes, transposes=False,
-                                   layout=encoder.layout_for(columns))
+                                   layout=encoder.layout_for(columns),
+                                   blocks=encoder.blocks_for(data.num_nodes, columns, device)).to(device)
 
 
 def adapt(encoder: RGVTEncoder, data, protocol: str = "fast", seeds: Sequence[int] = (0,),
@@ -389,7 +391,7 @@ def adapt(encoder: RGVTEncoder, data, protocol: str = "fast", seeds: Sequence[in
     device = torch.device(device)
     rows, y_train, y_val = _labelled(data, device)
     encoder = encoder.to(device).eval()
-    ops = _inference_operators(encoder, data, chunk_size).to(device)
+    ops = _inference_operators(encoder, data, chunk_size, device)
     reps = labelled_representations(encoder, data.x.to(device, torch.float32), ops, rows, sorted(depths), chunk_size)
     return adapt_representations(reps, y_train.numel(), y_train, y_val, _num_classes(num_classes, y_train, y_val),
                                  protocol, seeds, **kwargs)
@@ -499,7 +501,7 @@ class RGVT:
         key = (id(data.x), data.x._version, id(data.edge_index), data.edge_index._version, data.num_nodes)
         if self._cache.get("key") != key:
             self._cache = {"key": key, "refs": (data.x, data.edge_index), "x": data.x.to(self.device, torch.float32),
-                           "ops": _inference_operators(self.encoder, data, self.chunk_size).to(self.device),
+                           "ops": _inference_operators(self.encoder, data, self.chunk_size, self.device),
                            "z": {}}
         return self._cache
 

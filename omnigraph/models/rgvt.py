@@ -44,7 +44,7 @@ from torch import Tensor, nn
 
 from omnigraph._npz import load_npz
 from omnigraph.hub import PretrainedMixin, register_model
-from omnigraph.ops import rw_sym_adjacency
+from omnigraph.ops import ColumnBlockedCSR, rw_sym_adjacency, split_columns, spmm_into
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
 from omnigraph.validation import check_memory
 
@@ -61,10 +61,12 @@ def _powers(op: Tensor, op_t: Tensor | None, x: Tensor, hops: int) -> list[Tenso
 
 class RGVTOperators(NamedTuple):
     """The two sparse ``[N, N]`` propagation operators of one graph (built once, reused),
-    with their transposes for a fast backward pass (``A_sym`` is symmetric, ``A_rw`` is not)."""
+    with their transposes for a fast backward pass (``A_sym`` is symmetric, ``A_rw`` is not).
+    For inference on large graphs ``rw`` and ``sym`` may be column-blocked
+    (:class:`~omnigraph.ops.ColumnBlockedCSR`, see :meth:`RGVTEncoder.blocks_for`)."""
 
-    rw: Tensor
-    sym: Tensor
+    rw: Tensor | ColumnBlockedCSR
+    sym: Tensor | ColumnBlockedCSR
     rw_t: Tensor | None = None
     sym_t: Tensor | None = None
 
@@ -75,11 +77,23 @@ class RGVTOperators(NamedTuple):
     def to(self, *args) -> RGVTOperators:
         return RGVTOperators(*(None if m is None else m.to(*args) for m in self))
 
-    def with_layout(self, layout: str) -> RGVTOperators:
+    @property
+    def blocked(self) -> bool:
+        return isinstance(self.rw, ColumnBlockedCSR)
+
+    def with_layout(self, layout: str, blocks: int = 1) -> RGVTOperators:
         """The same operators as ``"csr"`` or ``"coo"`` sparse matrices (converted only if needed;
-        operators that shared one pattern still share it after the conversion)."""
+        operators that shared one pattern still share it after the conversion), with
+        ``blocks > 1`` split into that many CSR column blocks (inference only, no transposes).
+        Operators that are already column-blocked are returned as they are."""
         if layout not in ("csr", "coo"):
             raise ValueError(f"layout must be 'csr' or 'coo', got {layout!r}")
+        if self.blocked:
+            return self
+        if blocks > 1:
+            if layout != "csr" or self.rw_t is not None or self.sym_t is not None:
+                raise ValueError("column blocks are for CSR inference operators (layout='csr', no transposes)")
+            return RGVTOperators(*split_columns(self.with_layout("csr")[:2], blocks))
         want = torch.sparse_csr if layout == "csr" else torch.sparse_coo
         if all(m is None or m.layout == want for m in self):
             return self
@@ -184,7 +198,11 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     #: memory on wide graphs.
     chunk_floats: int = 1 << 25
     #: chunks narrower than this use CSR operators, wider ones COO (see :meth:`layout_for`)
-    csr_below_columns: int = 64
+    csr_below_columns: int = 448
+    #: graphs with at least this many nodes get column-blocked CSR operators (see :meth:`blocks_for`)
+    block_min_nodes: int = 1 << 17
+    #: bytes of feature rows that one column block of the operators gathers from
+    block_bytes: int = 4 << 20
     #: entries per block when phi is applied without autograd (keeps its temporaries in cache)
     phi_block: int = 1 << 16
 
@@ -232,29 +250,50 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     # ------------------------------------------------------------------ operators
     @staticmethod
     def build_operators(edge_index: Tensor, num_nodes: int, transposes: bool = True,
-                        layout: str = "coo") -> RGVTOperators:
+                        layout: str = "coo", blocks: int = 1) -> RGVTOperators:
         r""":math:`A_{\mathrm{rw}}` and :math:`A_{\mathrm{sym}}` of the self-looped undirected graph.
 
         Both share one index pattern (:func:`~omnigraph.ops.rw_sym_adjacency`; int32 CSR
         indices where they fit), so the pair costs one pattern and two value arrays. With
         ``transposes`` (for training), :math:`A_{\mathrm{rw}}^\top` is also kept so that the
         backward pass is one more SpMM; inference passes ``False``. ``layout`` (``"coo"`` or
-        ``"csr"``): see :meth:`layout_for`; the sparse layout does not change the numbers.
+        ``"csr"``): see :meth:`layout_for`; the sparse layout changes results only by rounding.
+        ``blocks`` (inference, ``layout="csr"``, no ``transposes``): see :meth:`blocks_for`.
         """
-        ops = RGVTOperators(*rw_sym_adjacency(edge_index, num_nodes)).with_layout(layout)
+        if blocks > 1 and transposes:
+            raise ValueError("column-blocked operators are for inference: pass transposes=False")
+        ops = RGVTOperators(*rw_sym_adjacency(edge_index, num_nodes)).with_layout(layout, blocks)
         return RGVTOperators(ops.rw, ops.sym, transpose(ops.rw), ops.sym) if transposes else ops
 
     def layout_for(self, columns: int) -> str:
         """Sparse layout of the operators for chunks of ``columns`` feature columns.
 
-        ``torch.sparse.mm`` on CPU (torch 2.13, one thread): an RGVT step on 33-column chunks of a
-        200,000-node graph ran 2.8x faster with CSR operators, one on 745-column chunks
-        (Amazon-Photo) 1.6x faster with COO. Chunks narrower than :attr:`csr_below_columns`
-        therefore use CSR (the crossover lies higher, between 512 and 745 columns in the same
-        measurements; the threshold is conservative). The layout changes results only by float
-        rounding (~1e-6).
+        Time of one inference step, COO over CSR (``torch.sparse.mm``, torch 2.13, one thread):
+        2.1x on 64-column chunks of a 10^5-node power-law graph, 1.5x on Coauthor-Physics (194
+        columns), 1.3x on Coauthor-CS (366), 1.25x on Airports-Europe (399); 0.69x on
+        Amazon-Computers (487), 0.70x on Amazon-Photo (745). Chunks narrower than
+        :attr:`csr_below_columns` therefore use CSR, wider ones COO. The layout changes results
+        only by float rounding (~1e-7).
         """
         return "csr" if columns < self.csr_below_columns else "coo"
+
+    def blocks_for(self, num_nodes: int, columns: int, device: str | torch.device = "cpu") -> int:
+        r"""Column blocks of the inference operators for chunks of ``columns`` columns.
+
+        On a CPU, graphs of at least :attr:`block_min_nodes` nodes with CSR-width chunks get
+        :math:`\lceil 4 N c / \text{block\_bytes} \rceil` blocks, so that each block's SpMM
+        gathers its feature rows from the cache (:mod:`omnigraph.ops.blocked_spmm`; one
+        SpMM on 6-column chunks of a 10^6-node, 2 * 10^7-entry graph: 0.25 s unblocked,
+        0.15 s with 6 blocks of 4 MiB, median of 5). Blocking re-associates each row's sum
+        (results move by ~1e-7), so it is off below :attr:`block_min_nodes`, where every graph
+        of the published benchmark tables lies; set ``block_min_nodes = 0`` to use it there
+        too (SpMM with 2-4 blocks: Coauthor-Physics 3x faster, Coauthor-CS and
+        Amazon-Computers 1.9x; no gain on Cora or DBLP).
+        """
+        if (num_nodes < self.block_min_nodes or self.layout_for(columns) != "csr"
+                or torch.device(device).type != "cpu"):
+            return 1
+        return max(1, min(num_nodes, -(-4 * num_nodes * columns // self.block_bytes)))
 
     def _operators(self, x: Tensor, edge_index: Tensor | None, operators: RGVTOperators | None) -> RGVTOperators:
         if x.dim() != 2:
@@ -262,7 +301,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         if operators is None:
             if edge_index is None:
                 raise ValueError("pass edge_index or prebuilt operators (RGVTEncoder.build_operators)")
-            operators = self.build_operators(edge_index, x.size(0), transposes=torch.is_grad_enabled())
+            operators = self.build_operators(edge_index, x.size(0), transposes=self._needs_grad(x))
         if operators.num_nodes != x.size(0):
             raise ValueError(f"operators are for {operators.num_nodes} nodes but x has {x.size(0)} rows")
         if operators.rw.device != x.device or operators.rw.dtype != x.dtype:
@@ -319,8 +358,8 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         out = work[size:size + n * c].view(n, c)
         views[0].copy_(x)
         for k in range(1, self.adj_max_hop + 1):   # slots: X, A_rw X, A_sym X, A_rw^2 X, ...
-            torch.mm(operators.rw, views[2 * k - 3 if k > 1 else 0], out=views[2 * k - 1])
-            torch.mm(operators.sym, views[2 * k - 2 if k > 1 else 0], out=views[2 * k])
+            spmm_into(operators.rw, views[2 * k - 3 if k > 1 else 0], views[2 * k - 1])
+            spmm_into(operators.sym, views[2 * k - 2 if k > 1 else 0], views[2 * k])
         # phi on blocks of entries so that its [V, block] temporaries stay in cache (about 2x
         # faster on CPU than one pass over all entries)
         flat, dest = views.view(self.num_views, -1), out.view(-1)
@@ -367,8 +406,11 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         ``l = 0..depth`` (``Z_0 = X``); each yielded chunk is valid until the next one."""
         n, f = x.shape
         step = self.chunk_columns(n, f, chunk_size)
-        operators = operators.with_layout(self.layout_for(step))
         grad = self._needs_grad(x)
+        if grad and operators.blocked:
+            raise ValueError("column-blocked operators are for inference; build operators with blocks=1 "
+                             "to compute gradients")
+        operators = operators.with_layout(self.layout_for(step), 1 if grad else self.blocks_for(n, step, x.device))
         if not grad and depth:   # one workspace for every chunk and step (see _step_into)
             work = self._workspace(x, step)
         for s in range(0, f, step):
@@ -415,7 +457,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         operators = self._operators(x, edge_index, operators)
         n, f = x.shape
         step = self.chunk_columns(n, f, chunk_size)
-        operators = operators.with_layout(self.layout_for(step))
+        operators = operators.with_layout(self.layout_for(step), self.blocks_for(n, step, x.device))
         work = self._workspace(x, step)
         cur = x
         for layer in range(1, depth + 1):

@@ -8,10 +8,12 @@ from omnigraph.ops.adjacency import (
                                      sym_adjacency,
                                      undirected_pattern,
 )
+from omnigraph.ops.blocked_spmm import ColumnBlockedCSR, split_columns, spmm_into
 from omnigraph.ops.distributed import column_parallel, column_range, gather_columns
 from omnigraph.ops.propagate import available_backends, propagate, spmm
 
 __all__ = [
+                                     "ColumnBlockedCSR",
                                      "available_backends",
                                      "column_parallel",
                                      "column_range",
@@ -22,7 +24,9 @@ __all__ = [
                                      "rw_adjacency",
                                      "rw_sym_adjacency",
                                      "simple_undirected",
+                                     "split_columns",
                                      "spmm",
+                                     "spmm_into",
                                      "sym_adjacency",
                                      "undirected_pattern",
 ]
