@@ -116,12 +116,14 @@ def _sparse_parts(op) -> tuple:
 
 def _kernel(ops, encoder, nodes: int, features: int) -> str:
     """How RGVT propagates on this graph: operator layout, column blocks, chunk width."""
+    import torch
+
     from omnigraph.ops import ColumnBlockedCSR
 
     cols = encoder.chunk_columns(nodes, features, None)
     if isinstance(ops.rw, ColumnBlockedCSR):
         return f"CSR in {len(ops.rw.parts)} column blocks, {cols}-column chunks"
-    return f"{'CSR' if ops.rw.layout == __import__('torch').sparse_csr else 'COO'}, {cols}-column chunks"
+    return f"{'CSR' if ops.rw.layout == torch.sparse_csr else 'COO'}, {cols}-column chunks"
 
 
 def _sparse_mib(*ops) -> float:
@@ -362,7 +364,6 @@ def section_scaling(args) -> dict:
             fits[model] = {"time_exponent": fit_exponent(e, [r[model]["seconds"] for r in ok]),
                            "memory_exponent": fit_exponent(e, [max(r[model]["peak_rss_mib"] - r[model]["rss_before_mib"],
                                                                    1.0) for r in ok]),
-                           "time_exponent_top_decade": fit_exponent(e[-2:], [r[model]["seconds"] for r in ok[-2:]]),
                            "time_exponent_by_decade": [fit_exponent(e[i:i + 2], [r[model]["seconds"] for r in ok[i:i + 2]])
                                                        for i in range(len(ok) - 1)]}
     _plot_scaling(rows, Path(args.out) / "perf_scaling.png")
@@ -538,7 +539,7 @@ def write_report(results: dict, out: Path) -> None:
         lines += ["", "| model | time exponent | time exponent, decade by decade | memory exponent |",
                   "|---|---:|---:|---:|"]
         for model, fit in results["scaling"]["fits"].items():
-            steps = fit.get("time_exponent_by_decade", [fit["time_exponent_top_decade"]])
+            steps = fit["time_exponent_by_decade"]
             lines.append(f"| {model} | **{fit['time_exponent']:.2f}** | {', '.join(f'{v:.2f}' for v in steps)} | "
                          f"{fit['memory_exponent']:.2f} |")
         lines += ["", "Exponents: least-squares slope of log(seconds) or log(peak RSS increase) against "

@@ -45,6 +45,7 @@ from torch import Tensor, nn
 from omnigraph._npz import load_npz
 from omnigraph.hub import PretrainedMixin, register_model
 from omnigraph.ops import ColumnBlockedCSR, rw_sym_adjacency, split_columns, spmm_into
+from omnigraph.ops.adjacency import _csr, pattern_key
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
 from omnigraph.validation import check_memory
 
@@ -103,18 +104,13 @@ class RGVTOperators(NamedTuple):
             if m is None or m.layout == want:
                 out.append(m)
                 continue
-            key = _pattern_key(m)
+            key = pattern_key(m)
             if key in done:
                 out.append(_with_values(done[key], _values(m)))
             else:
                 done[key] = _as_layout(m, layout)
                 out.append(done[key])
         return RGVTOperators(*out)
-
-
-def _pattern_key(op: Tensor) -> tuple:
-    idx = (op.crow_indices(), op.col_indices()) if op.layout == torch.sparse_csr else (op._indices(),)
-    return tuple(t.data_ptr() for t in idx) + (op._nnz(),)
 
 
 def _values(op: Tensor) -> Tensor:
@@ -124,7 +120,7 @@ def _values(op: Tensor) -> Tensor:
 def _with_values(op: Tensor, values: Tensor) -> Tensor:
     """A sparse matrix with the index pattern of ``op`` (shared, not copied) and new values."""
     if op.layout == torch.sparse_csr:
-        return torch.sparse_csr_tensor(op.crow_indices(), op.col_indices(), values, op.shape)
+        return _csr(op.crow_indices(), op.col_indices(), values, op.shape)
     return torch.sparse_coo_tensor(op._indices(), values, op.shape, is_coalesced=True)
 
 

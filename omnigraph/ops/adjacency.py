@@ -126,10 +126,19 @@ def to_csr(edge_index: Tensor, value: Tensor, num_nodes: int) -> Tensor:
     return _csr(crow, edge_index[1].contiguous(), value, num_nodes)
 
 
-def _csr(crow: Tensor, col: Tensor, value: Tensor, num_nodes: int) -> Tensor:
+def _csr(crow: Tensor, col: Tensor, value: Tensor, size: int | tuple[int, int]) -> Tensor:
+    """CSR tensor of ``size`` (an int: square); indices are used as they are, not copied."""
+    shape = (size, size) if isinstance(size, int) else tuple(size)
     with warnings.catch_warnings():  # torch flags sparse CSR as "beta" on every construction
         warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(crow, col, value.contiguous(), (num_nodes, num_nodes))
+        return torch.sparse_csr_tensor(crow, col, value.contiguous(), shape)
+
+
+def pattern_key(op: Tensor) -> tuple:
+    """Identity of a sparse matrix's index pattern (its index storages, nnz and shape): equal keys
+    mean operators that share one pattern, e.g. the pair from :func:`rw_sym_adjacency`."""
+    idx = (op.crow_indices(), op.col_indices()) if op.layout == torch.sparse_csr else (op._indices(),)
+    return (*(t.data_ptr() for t in idx), op._nnz(), tuple(op.shape))
 
 
 def _degree(row: Tensor, num_nodes: int) -> Tensor:

@@ -26,6 +26,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from omnigraph.ops.adjacency import _csr, pattern_key
+
 
 class ColumnBlockedCSR(NamedTuple):
     """A sparse ``[N, M]`` matrix kept as CSR blocks of consecutive columns.
@@ -86,8 +88,7 @@ def split_columns(ops: Sequence[Tensor], num_blocks: int) -> list[ColumnBlockedC
             raise ValueError(f"split_columns takes CSR matrices, got layout {op.layout}")
     groups: dict[tuple, list[int]] = {}
     for i, op in enumerate(ops):
-        key = (op.crow_indices().data_ptr(), op.col_indices().data_ptr(), op._nnz(), tuple(op.shape))
-        groups.setdefault(key, []).append(i)
+        groups.setdefault(pattern_key(op), []).append(i)
     out: list[ColumnBlockedCSR | None] = [None] * len(ops)
     for members in groups.values():
         for i, blocks in zip(members, _split_shared([ops[i] for i in members], int(num_blocks))):
@@ -113,7 +114,7 @@ def _split_shared(ops: list[Tensor], num_blocks: int) -> list[ColumnBlockedCSR]:
         block_crow[1:] = counts
         block_col = col[keep].sub_(start)
         for k, op in enumerate(ops):
-            parts[k].append(torch.sparse_csr_tensor(block_crow, block_col, op.values()[keep], (n, stop - start)))
+            parts[k].append(_csr(block_crow, block_col, op.values()[keep], (n, stop - start)))
         del keep, counts
     return [ColumnBlockedCSR(tuple(p), starts) for p in parts]
 
