@@ -226,8 +226,7 @@ def test_torch_exp_and_log_give_the_same_result(monkeypatch):
     rounding."""
     d = wide_rows(3)
     p, beta = binary_search_perplexity(d, 1.0)
-    monkeypatch.setattr(ed, "_exp", lambda x, out: torch.exp(x, out=out))
-    monkeypatch.setattr(ed, "_log", lambda x, out: torch.log(x, out=out))
+    monkeypatch.setattr(ed, "_numpy_is_faster", lambda x: False)
     p_torch, beta_torch = binary_search_perplexity(d, 1.0)
     assert torch.equal(beta, beta_torch)
     np.testing.assert_allclose(p.numpy(), p_torch.numpy(), atol=1e-14, rtol=0)

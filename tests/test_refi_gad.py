@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from gad_helpers import hub_anomaly_graph
 
-from omnigraph.estimators.fingerprint import FingerprintDetector
+from omnigraph.estimators.fingerprint import FingerprintDetector, clear_fingerprint_cache, graph_fingerprint
 from omnigraph.estimators.refi_gad import REFIGAD
 from omnigraph.models.refi_gad import REFIGADNet, pool_moments, snr_statistic, support_query_mask
 from omnigraph.training.refi_gad import EpisodeDataset, episode_generator, pretrain_refi_gad, sample_episode
@@ -276,6 +276,18 @@ def test_fingerprint_detectors():
     assert torch.equal(zero.decision_function(target), -p[:, 4]) and zero.regime_ == "zero-shot"
     with pytest.raises(ValueError, match="sign"):
         FingerprintDetector(sign=1)
+
+
+def test_fingerprint_cache_hits_invalidates_and_clears():
+    g = _graph(seed=3)
+    first = graph_fingerprint(g)
+    assert graph_fingerprint(g) is first                           # same graph, same settings: cached
+    assert graph_fingerprint(g, ties="average") is not first       # other settings: recomputed
+    clear_fingerprint_cache()
+    again = graph_fingerprint(g)
+    assert again is not first and torch.equal(again, first)        # cleared: recomputed, same values
+    g.x.mul_(2.0)                                                  # in-place edit bumps the version
+    assert graph_fingerprint(g) is not again
 
 
 def test_shipped_checkpoint_on_facebook(data_root):

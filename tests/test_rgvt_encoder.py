@@ -262,8 +262,8 @@ def test_column_blocked_operators_only_round_and_are_for_inference():
     assert enc.blocks_for(enc.block_min_nodes - 1, 8) == 1                        # small graph: off
     assert enc.blocks_for(enc.block_min_nodes, enc.csr_below_columns) == 1        # COO-width chunks: off
     n = enc.block_min_nodes
-    assert enc.blocks_for(n, 48) == -(-4 * n * 48 // enc.block_bytes) == 6
-    assert enc.blocks_for(n, 48, device="cuda") == 1                              # a CPU-cache measure
+    assert enc.blocks_for(n, 96) == -(-4 * n * 96 // enc.block_bytes) == 6
+    assert enc.blocks_for(n, 96, device="cuda") == 1                              # a CPU-cache measure
     plain = enc.build_operators(data.edge_index, data.num_nodes, transposes=False, layout="csr")
     blocked = enc.build_operators(data.edge_index, data.num_nodes, transposes=False, layout="csr", blocks=3)
     assert blocked.blocked and not plain.blocked and len(blocked.rw.parts) == 3 and blocked.num_nodes == 60

@@ -66,6 +66,9 @@ def test_perf_driver_smoke(tmp_path, data_root):
     assert rgvt["test_accuracy"] > 0.7 and 1 <= rgvt["depth"] <= 8    # fit + predict really ran
     assert all(0.2 < r["ratio"] < 5 for r in results["propagation"].values())
     assert set(results["scaling"]["fits"]) == {"rgvt", "refi"}
+    for row in results["scaling"]["rows"]:
+        costs = row["spmm"]["ns_per_entry_column"]
+        assert set(costs) == {"csr", "blocked_csr", "embedding_bag"} and all(v > 0 for v in costs.values())
     text = (tmp_path / "performance.md").read_text()
-    assert "time exponent" in text and "--smoke" in text
+    assert "time exponent" in text and "--smoke" in text and "| embedding_bag |" in text
     assert (tmp_path / "perf_scaling.png").stat().st_size > 1000

@@ -54,6 +54,9 @@ class _LastFingerprint:
     in-place edit of the graph invalidates the entry."""
 
     def __init__(self):
+        self.clear()
+
+    def clear(self) -> None:
         self._key, self._refs, self._value = None, None, None
 
     def get(self, data, config: tuple):
@@ -71,6 +74,12 @@ class _LastFingerprint:
 
 
 _CACHE = _LastFingerprint()
+
+
+def clear_fingerprint_cache() -> None:
+    """Forget the cached fingerprint, so that the next :func:`graph_fingerprint` call computes
+    it (e.g. to time scoring on a graph as a first call would)."""
+    _CACHE.clear()
 
 
 def graph_fingerprint(data, sim_scale: str = "edges", ties: str = "ordinal", row_normalize: bool | None = None,
@@ -148,4 +157,4 @@ class FingerprintDetector(GeneralistDetector):
         return sign * col
 
 
-__all__ = ["FingerprintDetector", "graph_fingerprint", "preprocess_flag"]
+__all__ = ["FingerprintDetector", "clear_fingerprint_cache", "graph_fingerprint", "preprocess_flag"]

@@ -157,20 +157,12 @@ def _numpy_is_faster(x: Tensor) -> bool:
     return x.device.type == "cpu" and torch.get_num_threads() <= 2
 
 
-def _exp(x: Tensor, out: Tensor) -> Tensor:
-    """``exp`` of ``x`` into ``out``."""
+def _unary(name: str, x: Tensor, out: Tensor) -> Tensor:
+    """``name`` (``"exp"`` or ``"log"``, the same in numpy and torch) of ``x`` into ``out``."""
     if _numpy_is_faster(x):
-        np.exp(x.numpy(), out=out.numpy())
+        getattr(np, name)(x.numpy(), out=out.numpy())
         return out
-    return torch.exp(x, out=out)
-
-
-def _log(x: Tensor, out: Tensor) -> Tensor:
-    """``log`` of ``x`` into ``out``."""
-    if _numpy_is_faster(x):
-        np.log(x.numpy(), out=out.numpy())
-        return out
-    return torch.log(x, out=out)
+    return getattr(torch, name)(x, out=out)
 
 
 def _pow2(k: Tensor) -> Tensor:
@@ -219,11 +211,11 @@ class _Evaluator:
         s, gap = self.mbuf[:, :n]
         torch.mul(nd, b, out=x)
         normal = x >= _EXP_FLOOR if final else None
-        _exp(x.clamp_min_(_EXP_FLOOR), out=e)
+        _unary("exp", x.clamp_min_(_EXP_FLOOR), out=e)
         torch.sum(e, 0, out=s)
         torch.sum(x.mul_(e), 0, out=gap).div_(s)          # sum_j x_j p_j = -beta <d>_p
         p = e.div_(s).mul_(normal) if final else None
-        torch.sub(_log(s, out=s), gap, out=gap).sub_(self.h_star)      # s now holds ln s
+        torch.sub(_unary("log", s, out=s), gap, out=gap).sub_(self.h_star)      # s now holds ln s
         low = torch.lt(s, _LOG_S_EXACT, out=self.low[:n])
         if int(low.count_nonzero()):
             # scikit-learn's own arithmetic: unclamped exp, epsilon if everything underflowed

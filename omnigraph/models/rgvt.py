@@ -196,7 +196,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     #: chunks narrower than this use CSR operators, wider ones COO (see :meth:`layout_for`)
     csr_below_columns: int = 448
     #: graphs with at least this many nodes get column-blocked CSR operators (see :meth:`blocks_for`)
-    block_min_nodes: int = 1 << 17
+    block_min_nodes: int = 1 << 16
     #: bytes of feature rows that one column block of the operators gathers from
     block_bytes: int = 4 << 20
     #: entries per block when phi is applied without autograd (keeps its temporaries in cache)
@@ -280,11 +280,14 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         :math:`\lceil 4 N c / \text{block\_bytes} \rceil` blocks, so that each block's SpMM
         gathers its feature rows from the cache (:mod:`omnigraph.ops.blocked_spmm`; one
         SpMM on 6-column chunks of a 10^6-node, 2 * 10^7-entry graph: 0.25 s unblocked,
-        0.15 s with 6 blocks of 4 MiB, median of 5). Blocking re-associates each row's sum
-        (results move by ~1e-7), so it is off below :attr:`block_min_nodes`, where every graph
-        of the published benchmark tables lies; set ``block_min_nodes = 0`` to use it there
-        too (SpMM with 2-4 blocks: Coauthor-Physics 3x faster, Coauthor-CS and
-        Amazon-Computers 1.9x; no gain on Cora or DBLP).
+        0.15 s with 6 blocks of 4 MiB; 64-column chunks of a 10^5-node power-law graph: the
+        whole 8-depth pass 4.7 s unblocked, 2.6 s with 7 blocks). Blocking re-associates each
+        row's sum (results move by ~1e-7), so it is off below :attr:`block_min_nodes`, 2^16,
+        the smallest power of two above every graph of the published benchmark tables
+        (Coauthor-Physics: 34,493 nodes), whose numbers it would otherwise move by rounding;
+        set ``block_min_nodes = 0`` to use it there too (SpMM with 2-4 blocks:
+        Coauthor-Physics 3x faster, Coauthor-CS and Amazon-Computers 1.9x; no gain on Cora
+        or DBLP).
         """
         if (num_nodes < self.block_min_nodes or self.layout_for(columns) != "csr"
                 or torch.device(device).type != "cpu"):
