@@ -202,3 +202,45 @@ def test_split_columns_rejects_bad_input():
         split_columns([rw.to_sparse_coo()], 2)
     with pytest.raises(ValueError, match="30 columns"):
         split_columns([rw], 2)[0].mm(torch.randn(29, 2))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_bag_mm_matches_dense_product(dtype):
+    from omnigraph.ops import bag_mm, rw_sym_adjacency, split_columns, spmm_into
+
+    ei, n = _random_graph(n=50, e=200, seed=6)
+    ei = ei[:, ei.max(0).values < 45]                            # nodes 45..49 isolated: empty bags
+    rw, sym = rw_sym_adjacency(ei, n)                            # int32 pattern
+    other = rw_adjacency(ei, n, self_loops=False)                 # int64 pattern, empty rows
+    x = torch.randn(n, 7, dtype=dtype)
+    for op in (rw, sym, other):
+        op = op.to(dtype)
+        want = op.to_dense() @ x
+        torch.testing.assert_close(bag_mm(op, x), want)
+        torch.testing.assert_close(bag_mm(op, x[:, ::2]), want[:, ::2])     # strided input
+        out = torch.full((n, 7), float("nan"), dtype=dtype)
+        assert spmm_into(op, x, out, backend="embedding_bag") is out
+        torch.testing.assert_close(out, want)
+        assert torch.equal(bag_mm(op, x), bag_mm(op, x))                   # deterministic
+        leaf = x.clone().requires_grad_()
+        bag_mm(op, leaf).pow(2).sum().backward()                            # gradients reach x
+        torch.testing.assert_close(leaf.grad, 2 * op.to_dense().T @ want)
+    part = split_columns([rw], 2)[0].parts[1]                    # non-square [N, 25] block
+    torch.testing.assert_close(bag_mm(part, x.float()[25:]), rw.to_dense()[:, 25:] @ x.float()[25:])
+    assert torch.equal(other.to_dense()[45:], torch.zeros(5, n)) and torch.equal(bag_mm(other, x.float())[45:],
+                                                                                   torch.zeros(5, 7))
+
+
+def test_bag_mm_and_spmm_into_reject_bad_input():
+    from omnigraph.ops import bag_mm, rw_sym_adjacency, spmm_into
+
+    ei, n = _random_graph()
+    rw, _ = rw_sym_adjacency(ei, n)
+    with pytest.raises(ValueError, match="CSR"):
+        bag_mm(rw.to_sparse_coo(), torch.randn(n, 2))
+    with pytest.raises(ValueError, match=r"\[30, c\]"):
+        bag_mm(rw, torch.randn(n - 1, 2))
+    with pytest.raises(ValueError, match=r"\[30, c\]"):
+        bag_mm(rw, torch.randn(n))
+    with pytest.raises(ValueError, match="backend"):
+        spmm_into(rw, torch.randn(n, 2), torch.empty(n, 2), backend="fast")

@@ -120,9 +120,11 @@ def test_chunked_equals_unchunked_and_rows_select():
 
 
 def test_operator_layout_follows_chunk_width_and_only_rounds():
-    """Narrow chunks run on CSR operators, wide ones on COO; both give the same numbers up to rounding."""
+    """With the ``torch`` back-end narrow chunks run on CSR operators, wide ones on COO; both give
+    the same numbers up to rounding."""
     data = messy_graph(n=60, f=80)
     enc = _random_encoder(2)
+    enc.spmm_backend = "torch"
     assert enc.layout_for(enc.csr_below_columns - 1) == "csr" and enc.layout_for(enc.csr_below_columns) == "coo"
     enc.csr_below_columns = 64      # so that this small graph's 80-column chunks run on COO
     coo = enc.build_operators(data.edge_index, data.num_nodes)
@@ -284,3 +286,62 @@ def test_column_blocked_operators_only_round_and_are_for_inference():
         plain.with_layout("coo", blocks=2)
     with pytest.raises(ValueError, match="gradients"):
         enc(data.x, depth=1, operators=blocked)                  # grad enabled, trainable phi
+
+
+def test_kernel_choice():
+    enc = RGVTEncoder()
+    wide, narrow = enc.csr_below_columns, enc.csr_below_columns - 1
+    assert enc.spmm_backend == "auto"
+    assert enc.kernel_for(narrow) == ("csr", "torch") and enc.kernel_for(wide) == ("csr", "embedding_bag")
+    assert enc.kernel_for(wide, "cuda") == ("coo", "torch")                   # auto: bags on CPU only
+    enc.spmm_backend = "torch"
+    assert enc.kernel_for(narrow) == ("csr", "torch") and enc.kernel_for(wide) == ("coo", "torch")
+    enc.spmm_backend = "embedding_bag"
+    assert enc.kernel_for(narrow, "cuda") == enc.kernel_for(wide) == ("csr", "embedding_bag")
+    enc.spmm_backend = "fast"
+    with pytest.raises(ValueError, match="spmm_backend"):
+        enc.kernel_for(8)
+
+
+def test_auto_backend_sums_wide_chunks_as_the_coo_kernel_does():
+    """Default ``auto``: wide chunks run as embedding bags on CSR operators, summing each row in
+    the COO kernel's order. On x86 CPUs (FBGEMM) that is bit for bit the ``torch`` back-end, which
+    is what keeps the published tables (made with COO) reproducible; elsewhere, up to rounding."""
+    data = messy_graph(n=70, f=30)
+    enc = _random_encoder(6)
+    enc.csr_below_columns = 16                                   # 30-column chunks count as wide
+    with torch.no_grad():
+        auto = enc(data.x, data.edge_index, depth=6, return_all=True)
+        auto_iter = [z.clone() for _, z in enc.iterate(data.x, data.edge_index, depth=6, chunk_size=20)]
+        enc.spmm_backend = "torch"
+        ref = enc(data.x, data.edge_index, depth=6, return_all=True)
+    assert enc.layout_for(20) == "coo"
+    same = torch.equal if torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512") else torch.allclose
+    for a, b, c in zip(auto, auto_iter, ref):
+        assert same(a, c) and same(b, c)
+
+
+def test_embedding_bag_backend_only_rounds():
+    """``spmm_backend="embedding_bag"``: CSR at every chunk width, same outputs up to rounding,
+    through forward, iterate and column_chunks; gradients still flow through torch.sparse."""
+    data = messy_graph(n=60, f=20)
+    enc = _random_encoder(5)
+    with torch.no_grad():
+        ref = enc(data.x, data.edge_index, depth=5, return_all=True)
+        ref_iter = [z.clone() for _, z in enc.iterate(data.x, data.edge_index, depth=5)]
+    enc.spmm_backend = "embedding_bag"
+    assert enc.blocks_for(enc.block_min_nodes, enc.csr_below_columns) == 1   # wide chunks: still unblocked
+    with torch.no_grad():
+        out = enc(data.x, data.edge_index, depth=5, return_all=True, chunk_size=6)
+        for a, b in zip(ref, out):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        for a, (_, b) in zip(ref_iter, enc.iterate(data.x, data.edge_index, depth=5)):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        _, chunk = next(enc.column_chunks(data.x, data.edge_index, depth=5, chunk_size=20))
+        torch.testing.assert_close(chunk, ref[-1], rtol=1e-5, atol=1e-5)
+    z = enc(data.x, data.edge_index, depth=2)                    # autograd branch: torch.sparse
+    z.sum().backward()
+    assert all(p.grad is not None for p in enc.parameters())
+    enc.spmm_backend = "dense"
+    with torch.no_grad(), pytest.raises(ValueError, match="spmm_backend"):
+        enc(data.x, data.edge_index, depth=1)

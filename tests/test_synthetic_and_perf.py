@@ -56,15 +56,18 @@ def test_perf_driver_smoke(tmp_path, data_root):
     """Every section but the external GraphAny script, on tiny graphs: JSON + markdown + plot come out."""
     env = {**os.environ, "OMNIGRAPH_DATA": str(data_root)}
     cmd = [sys.executable, str(ROOT / "benchmarks" / "perf.py"), "--smoke", "--threads", "1",
-           "--only", "rgvt_memory,fingerprint,propagation,scaling", "--out", str(tmp_path)]
+           "--only", "rgvt_memory,rgvt_backends,fingerprint,propagation,scaling", "--out", str(tmp_path)]
     subprocess.run(cmd, check=True, env=env, timeout=600, capture_output=True)
     results = json.loads((tmp_path / "perf.json").read_text())
-    for section in ("rgvt_memory", "fingerprint", "propagation"):
+    for section in ("rgvt_memory", "rgvt_backends", "fingerprint", "propagation"):
         assert all("error" not in r for r in results[section].values()), results[section]
     rgvt = results["rgvt_memory"]["coauthor_physics"]
     assert rgvt["nodes"] == 2708 and rgvt["peak_rss_mib"] > rgvt["interpreter_mib"] > rgvt["x_mib"] > 0
     assert rgvt["test_accuracy"] > 0.7 and 1 <= rgvt["depth"] <= 8    # fit + predict really ran
     assert all(0.2 < r["ratio"] < 5 for r in results["propagation"].values())
+    cora = results["rgvt_backends"]["cora"]      # 1,433-column chunks: bags in the COO kernel's order
+    assert cora["default"] == "embedding_bag" and cora["torch_s"] > 0 and cora["embedding_bag_s"] > 0
+    assert cora["max_rel_diff"] < 1e-6
     assert set(results["scaling"]["fits"]) == {"rgvt", "refi"}
     for row in results["scaling"]["rows"]:
         costs = row["spmm"]["ns_per_entry_column"]

@@ -377,7 +377,7 @@ def _inference_operators(encoder: RGVTEncoder, data, chunk_size: int | None,
     """Operators without transposes, built directly in the layout the encoder will use on ``device``."""
     columns = encoder.chunk_columns(data.num_nodes, data.x.size(1), chunk_size)
     return encoder.build_operators(data.edge_index, data.num_nodes, transposes=False,
-                                   layout=encoder.layout_for(columns),
+                                   layout=encoder.layout_for(columns, device),
                                    blocks=encoder.blocks_for(data.num_nodes, columns, device)).to(device)
 
 

@@ -49,6 +49,9 @@ from omnigraph.ops.adjacency import _csr, pattern_key
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
 from omnigraph.validation import check_memory
 
+#: values of :attr:`RGVTEncoder.spmm_backend`
+SPMM_BACKENDS = ("auto", "torch", "embedding_bag")
+
 
 def _powers(op: Tensor, op_t: Tensor | None, x: Tensor, hops: int) -> list[Tensor]:
     """``[x, op x, ..., op^hops x]``, one hop at a time, keeping the operator's sparse layout
@@ -193,7 +196,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     #: than ~200 columns made a Coauthor-Physics step 2.3x slower on CPU), small enough to bound
     #: memory on wide graphs.
     chunk_floats: int = 1 << 25
-    #: chunks narrower than this use CSR operators, wider ones COO (see :meth:`layout_for`)
+    #: chunks narrower than this use CSR operators and ``torch.sparse.mm`` (see :meth:`kernel_for`)
     csr_below_columns: int = 448
     #: graphs with at least this many nodes get column-blocked CSR operators (see :meth:`blocks_for`)
     block_min_nodes: int = 1 << 16
@@ -201,6 +204,9 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     block_bytes: int = 4 << 20
     #: entries per block when phi is applied without autograd (keeps its temporaries in cache)
     phi_block: int = 1 << 16
+    #: sparse products of inference steps: ``"auto"``, ``"torch"`` or ``"embedding_bag"`` (see
+    #: :meth:`kernel_for`)
+    spmm_backend: str = "auto"
 
     def __init__(self, adj_max_hop: int = 2, vt_depth: int = 2):
         super().__init__()
@@ -261,22 +267,44 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         ops = RGVTOperators(*rw_sym_adjacency(edge_index, num_nodes)).with_layout(layout, blocks)
         return RGVTOperators(ops.rw, ops.sym, transpose(ops.rw), ops.sym) if transposes else ops
 
-    def layout_for(self, columns: int) -> str:
-        """Sparse layout of the operators for chunks of ``columns`` feature columns.
+    def kernel_for(self, columns: int, device: str | torch.device = "cpu") -> tuple[str, str]:
+        r"""``(layout, backend)`` of the inference products for chunks of ``columns`` columns:
+        the operators' sparse layout (``"csr"``/``"coo"``) and the :func:`~omnigraph.ops.spmm_into`
+        back-end (``"torch"``: ``torch.sparse.mm``; ``"embedding_bag"``: :func:`~omnigraph.ops.bag_mm`).
 
-        Time of one inference step, COO over CSR (``torch.sparse.mm``, torch 2.13, one thread):
-        2.1x on 64-column chunks of a 10^5-node power-law graph, 1.5x on Coauthor-Physics (194
-        columns), 1.3x on Coauthor-CS (366), 1.25x on Airports-Europe (399); 0.69x on
-        Amazon-Computers (487), 0.70x on Amazon-Photo (745). Chunks narrower than
-        :attr:`csr_below_columns` therefore use CSR, wider ones COO. The layout changes results
-        only by float rounding (~1e-7).
+        With :attr:`spmm_backend` ``"torch"``, chunks narrower than :attr:`csr_below_columns`
+        use CSR and wider ones COO. Time of one inference step, COO over CSR (torch 2.13, one
+        thread): 2.1x on 64-column chunks of a 10^5-node power-law graph, 1.5x on
+        Coauthor-Physics (194 columns), 1.3x on Coauthor-CS (366), 1.25x on Airports-Europe
+        (399); 0.69x on Amazon-Computers (487), 0.70x on Amazon-Photo (745).
+
+        ``"auto"`` (the default) is the same, except that on a CPU the wide chunks run as
+        embedding bags on the CSR operators: it sums every row in the order of the COO kernel,
+        and gave bit-identical :math:`Z_1, \dots, Z_8` on all twelve suite graphs whose chunks
+        are this wide (both weight sets), with the encoder pass 2.1x faster on
+        Amazon-Computers, 1.5x on Amazon-Photo and 1.1x on Cora (``docs/results/performance.md``).
+        ``"embedding_bag"`` uses embedding bags at every width (also 1.1-2.0x faster on the
+        CSR-width suite graphs DBLP, Coauthor-CS and -Physics, but there it changes results by float rounding, ~1e-7, and the
+        published tables were made without it). Column-blocked operators (:meth:`blocks_for`)
+        always use ``torch.sparse.mm``; the layout changes results only by rounding.
         """
-        return "csr" if columns < self.csr_below_columns else "coo"
+        if self.spmm_backend not in SPMM_BACKENDS:
+            raise ValueError(f"spmm_backend must be one of {SPMM_BACKENDS}, got {self.spmm_backend!r}")
+        narrow = columns < self.csr_below_columns
+        if self.spmm_backend == "embedding_bag" or (
+                self.spmm_backend == "auto" and not narrow and torch.device(device).type == "cpu"):
+            return "csr", "embedding_bag"
+        return ("csr" if narrow else "coo"), "torch"
+
+    def layout_for(self, columns: int, device: str | torch.device = "cpu") -> str:
+        """Sparse layout of the operators for chunks of ``columns`` columns (see :meth:`kernel_for`)."""
+        return self.kernel_for(columns, device)[0]
 
     def blocks_for(self, num_nodes: int, columns: int, device: str | torch.device = "cpu") -> int:
         r"""Column blocks of the inference operators for chunks of ``columns`` columns.
 
-        On a CPU, graphs of at least :attr:`block_min_nodes` nodes with CSR-width chunks get
+        On a CPU, graphs of at least :attr:`block_min_nodes` nodes with chunks narrower than
+        :attr:`csr_below_columns` get
         :math:`\lceil 4 N c / \text{block\_bytes} \rceil` blocks, so that each block's SpMM
         gathers its feature rows from the cache (:mod:`omnigraph.ops.blocked_spmm`; one
         SpMM on 6-column chunks of a 10^6-node, 2 * 10^7-entry graph: 0.25 s unblocked,
@@ -289,7 +317,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         Coauthor-Physics 3x faster, Coauthor-CS and Amazon-Computers 1.9x; no gain on Cora
         or DBLP).
         """
-        if (num_nodes < self.block_min_nodes or self.layout_for(columns) != "csr"
+        if (num_nodes < self.block_min_nodes or columns >= self.csr_below_columns
                 or torch.device(device).type != "cpu"):
             return 1
         return max(1, min(num_nodes, -(-4 * num_nodes * columns // self.block_bytes)))
@@ -336,7 +364,8 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         r"""One GVT step :math:`\Psi(X)`: ``[N, c] -> [N, c]`` (no column chunking)."""
         if self._needs_grad(x):
             return self.mlp(self.views(x, operators).reshape(self.num_views, -1)).view_as(x)
-        return self._step_into(x, operators, self._workspace(x, x.size(1))).clone()
+        backend = self.kernel_for(x.size(1), x.device)[1]
+        return self._step_into(x, operators, self._workspace(x, x.size(1)), backend).clone()
 
     def _needs_grad(self, x: Tensor) -> bool:
         return torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in self.mlp.parameters()))
@@ -345,20 +374,23 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         """Flat buffer for :meth:`_step_into` on chunks of up to ``columns`` columns of ``x``."""
         return x.new_empty((self.num_views + 1) * x.size(0) * columns)
 
-    def _step_into(self, x: Tensor, operators: RGVTOperators, work: Tensor) -> Tensor:
+    def _step_into(self, x: Tensor, operators: RGVTOperators, work: Tensor, backend: str = "torch") -> Tensor:
         r"""Inference step that allocates nothing: the views and then :math:`\Psi(X)` are written
         into ``work`` (from :meth:`_workspace`); returns the ``[N, c]`` result, a view into
         ``work`` that the next call overwrites (``x`` may be that view: it is copied first).
         Reusing one buffer over chunks and steps keeps the allocator from fragmenting the heap.
-        Same numbers as the autograd branch of :meth:`step`."""
+        Same numbers as the autograd branch of :meth:`step` (``backend``: see :meth:`kernel_for`;
+        operators that are not plain CSR use ``torch.sparse.mm``)."""
         n, c = x.shape
+        if getattr(operators.rw, "layout", None) != torch.sparse_csr:
+            backend = "torch"
         size = self.num_views * n * c
         views = work[:size].view(self.num_views, n, c)
         out = work[size:size + n * c].view(n, c)
         views[0].copy_(x)
         for k in range(1, self.adj_max_hop + 1):   # slots: X, A_rw X, A_sym X, A_rw^2 X, ...
-            spmm_into(operators.rw, views[2 * k - 3 if k > 1 else 0], views[2 * k - 1])
-            spmm_into(operators.sym, views[2 * k - 2 if k > 1 else 0], views[2 * k])
+            spmm_into(operators.rw, views[2 * k - 3 if k > 1 else 0], views[2 * k - 1], backend)
+            spmm_into(operators.sym, views[2 * k - 2 if k > 1 else 0], views[2 * k], backend)
         # phi on blocks of entries so that its [V, block] temporaries stay in cache (about 2x
         # faster on CPU than one pass over all entries)
         flat, dest = views.view(self.num_views, -1), out.view(-1)
@@ -409,7 +441,8 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         if grad and operators.blocked:
             raise ValueError("column-blocked operators are for inference; build operators with blocks=1 "
                              "to compute gradients")
-        operators = operators.with_layout(self.layout_for(step), 1 if grad else self.blocks_for(n, step, x.device))
+        layout, backend = self.kernel_for(step, x.device)
+        operators = operators.with_layout(layout, 1 if grad else self.blocks_for(n, step, x.device))
         if not grad and depth:   # one workspace for every chunk and step (see _step_into)
             work = self._workspace(x, step)
         for s in range(0, f, step):
@@ -417,7 +450,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
             cur = x[:, cols]
             yield cols, 0, cur
             for layer in range(1, depth + 1):
-                cur = self.step(cur, operators) if grad else self._step_into(cur, operators, work)
+                cur = self.step(cur, operators) if grad else self._step_into(cur, operators, work, backend)
                 yield cols, layer, cur
 
     def column_chunks(self, x: Tensor, edge_index: Tensor | None = None, depth: int = 1,
@@ -456,14 +489,15 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         operators = self._operators(x, edge_index, operators)
         n, f = x.shape
         step = self.chunk_columns(n, f, chunk_size)
-        operators = operators.with_layout(self.layout_for(step), self.blocks_for(n, step, x.device))
+        layout, backend = self.kernel_for(step, x.device)
+        operators = operators.with_layout(layout, self.blocks_for(n, step, x.device))
         work = self._workspace(x, step)
         cur = x
         for layer in range(1, depth + 1):
             nxt = cur if reuse and cur is not x else x.new_empty(n, f)
             for s in range(0, f, step):
                 with torch.no_grad():
-                    nxt[:, s:s + step] = self._step_into(cur[:, s:s + step], operators, work)
+                    nxt[:, s:s + step] = self._step_into(cur[:, s:s + step], operators, work, backend)
             cur = nxt
             yield layer, cur
 

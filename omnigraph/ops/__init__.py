@@ -8,6 +8,7 @@ from omnigraph.ops.adjacency import (
                                      sym_adjacency,
                                      undirected_pattern,
 )
+from omnigraph.ops.bag_spmm import bag_mm
 from omnigraph.ops.blocked_spmm import ColumnBlockedCSR, split_columns, spmm_into
 from omnigraph.ops.distributed import column_parallel, column_range, gather_columns
 from omnigraph.ops.propagate import available_backends, propagate, spmm
@@ -15,6 +16,7 @@ from omnigraph.ops.propagate import available_backends, propagate, spmm
 __all__ = [
                                      "ColumnBlockedCSR",
                                      "available_backends",
+                                     "bag_mm",
                                      "column_parallel",
                                      "column_range",
                                      "gather_columns",

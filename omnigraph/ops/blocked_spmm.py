@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from omnigraph.ops.adjacency import _csr, pattern_key
+from omnigraph.ops.bag_spmm import bag_mm
 
 
 class ColumnBlockedCSR(NamedTuple):
@@ -69,9 +70,17 @@ class ColumnBlockedCSR(NamedTuple):
         return out
 
 
-def spmm_into(op: Tensor | ColumnBlockedCSR, x: Tensor, out: Tensor) -> Tensor:
-    """``op @ x`` written into ``out`` for a sparse tensor or :class:`ColumnBlockedCSR` ``op``."""
-    return op.mm(x, out) if isinstance(op, ColumnBlockedCSR) else torch.mm(op, x, out=out)
+def spmm_into(op: Tensor | ColumnBlockedCSR, x: Tensor, out: Tensor, backend: str = "torch") -> Tensor:
+    """``op @ x`` written into ``out`` for a sparse tensor or :class:`ColumnBlockedCSR` ``op``.
+
+    ``backend``: ``"torch"`` (``torch.sparse.mm``) or ``"embedding_bag"``
+    (:func:`~omnigraph.ops.bag_mm`, CSR ``op`` only); column-blocked operators always use
+    ``torch.sparse.mm`` on their blocks."""
+    if backend not in ("torch", "embedding_bag"):
+        raise ValueError(f"backend must be 'torch' or 'embedding_bag', got {backend!r}")
+    if isinstance(op, ColumnBlockedCSR):
+        return op.mm(x, out)
+    return bag_mm(op, x, out) if backend == "embedding_bag" else torch.mm(op, x, out=out)
 
 
 def split_columns(ops: Sequence[Tensor], num_blocks: int) -> list[ColumnBlockedCSR]:
