@@ -283,10 +283,11 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         and gave bit-identical :math:`Z_1, \dots, Z_8` on all twelve suite graphs whose chunks
         are this wide (both weight sets), with the encoder pass 2.1x faster on
         Amazon-Computers, 1.5x on Amazon-Photo and 1.1x on Cora (``docs/results/performance.md``).
-        ``"embedding_bag"`` uses embedding bags at every width (also 1.1-2.0x faster on the
-        CSR-width suite graphs DBLP, Coauthor-CS and -Physics, but there it changes results by float rounding, ~1e-7, and the
-        published tables were made without it). Column-blocked operators (:meth:`blocks_for`)
-        always use ``torch.sparse.mm``; the layout changes results only by rounding.
+        ``"embedding_bag"`` uses embedding bags at every width: also 1.1-2.0x faster on the
+        CSR-width suite graphs (DBLP, Coauthor-CS and -Physics), but there it changes results by
+        float rounding (~1e-7), and the published tables were made without it. Column-blocked
+        operators (:meth:`blocks_for`) always use ``torch.sparse.mm``; the layout changes results
+        only by rounding.
         """
         if self.spmm_backend not in SPMM_BACKENDS:
             raise ValueError(f"spmm_backend must be one of {SPMM_BACKENDS}, got {self.spmm_backend!r}")
@@ -304,10 +305,9 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         r"""Column blocks of the inference operators for chunks of ``columns`` columns.
 
         On a CPU, graphs of at least :attr:`block_min_nodes` nodes with chunks narrower than
-        :attr:`csr_below_columns` get
-        :math:`\lceil 4 N c / \text{block\_bytes} \rceil` blocks, so that each block's SpMM
-        gathers its feature rows from the cache (:mod:`omnigraph.ops.blocked_spmm`; one
-        SpMM on 6-column chunks of a 10^6-node, 2 * 10^7-entry graph: 0.25 s unblocked,
+        :attr:`csr_below_columns` get :math:`\lceil 4 N c / \text{block\_bytes} \rceil`
+        blocks, so that each block's SpMM gathers its feature rows from the cache
+        (:mod:`omnigraph.ops.blocked_spmm`; one SpMM on 6-column chunks of a 10^6-node, 2 * 10^7-entry graph: 0.25 s unblocked,
         0.15 s with 6 blocks of 4 MiB; 64-column chunks of a 10^5-node power-law graph: the
         whole 8-depth pass 4.7 s unblocked, 2.6 s with 7 blocks). Blocking re-associates each
         row's sum (results move by ~1e-7), so it is off below :attr:`block_min_nodes`, 2^16,
