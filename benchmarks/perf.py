@@ -148,12 +148,24 @@ def _timed(fn, budget: float = 1.0, max_repeats: int = 5, setup=None) -> tuple[f
     return statistics.median(times), len(times), result
 
 
-def work_rgvt(spec: dict) -> dict:
-    """RGVT encoder, all depths 1..8 (what ``fit`` visits), column-chunked, no gradients, with
-    the operators the estimator builds for inference (no transposes, layout for the chunk width)."""
+def _encoder_pass(encoder, data, x):
+    """RGVT inference as ``fit`` runs it: the operators the estimator builds (no transposes,
+    layout and blocks for the chunk width), then all depths 1..8, column-chunked, each step
+    overwriting one buffer. Returns ``(operators, Z_8)``; Z_8 is valid until the next pass."""
     import torch
 
-    from omnigraph.estimators.rgvt import RGVT, _inference_operators
+    from omnigraph.estimators.rgvt import _inference_operators
+
+    ops = _inference_operators(encoder, data, None)
+    with torch.no_grad():
+        for _depth, z in encoder.iterate(x, depth=8, operators=ops, reuse=True):
+            pass
+    return ops, z
+
+
+def work_rgvt(spec: dict) -> dict:
+    """RGVT encoder, all depths 1..8 (what ``fit`` visits): :func:`_encoder_pass`."""
+    from omnigraph.estimators.rgvt import RGVT
 
     encoder = RGVT.from_pretrained("rgvt").encoder.eval()
     data = _graph(spec)
@@ -161,15 +173,8 @@ def work_rgvt(spec: dict) -> dict:
     gc.collect()
     base = rss_mib()
     reset_peak()
-
-    def run():
-        ops = _inference_operators(encoder, data, None)
-        with torch.no_grad():
-            for _depth, z in encoder.iterate(x, depth=8, operators=ops, reuse=True):   # as fit does
-                checksum = float(z[:1000].sum())
-        return ops, checksum
-
-    seconds, repeats, (ops, checksum) = _timed(run)
+    seconds, repeats, (ops, z) = _timed(lambda: _encoder_pass(encoder, data, x))
+    checksum = float(z[:1000].sum())
     x_mib, adj_mib = _tensor_mib(x), _sparse_mib(*ops)
     peak = peak_mib()
     return {"seconds": seconds, "repeats": repeats, "nodes": data.num_nodes, "edges": int(data.edge_index.size(1)),
@@ -314,26 +319,25 @@ def work_spmm_cost(spec: dict) -> dict:
     ``F.embedding_bag`` (FBGEMM's gather-and-sum kernel) on the same CSR arrays. Shows how the
     per-entry cost of random gathers grows once the features leave the caches."""
     import torch
-    import torch.nn.functional as F
 
     from omnigraph.models.rgvt import RGVTEncoder
-    from omnigraph.ops import split_columns, spmm_into
+    from omnigraph.ops import bag_mm, split_columns, spmm_into
 
     data = _graph(spec)
     n = data.num_nodes
     enc = RGVTEncoder()
     cols = enc.chunk_columns(n, int(data.x.size(1)), None)
     rw = enc.build_operators(data.edge_index, n, transposes=False, layout="csr").rw
-    crow, col, val = rw.crow_indices(), rw.col_indices(), rw.values()
     x, out = data.x[:, :cols].contiguous(), torch.empty(n, cols)
-    blocks = max(1, -(-4 * n * cols // enc.block_bytes))
+    enc.block_min_nodes = 0                                  # the encoder's blocking rule, at every size
+    blocks = enc.blocks_for(n, cols)
     blocked = split_columns([rw], blocks)[0]
     kernels = {"csr": lambda: torch.mm(rw, x, out=out), "blocked_csr": lambda: spmm_into(blocked, x, out),
-               "embedding_bag": lambda: F.embedding_bag(col, x, crow, mode="sum", per_sample_weights=val,
-                                                        include_last_offset=True)}
+               "embedding_bag": lambda: bag_mm(rw, x)}
     torch.testing.assert_close(kernels["embedding_bag"](), torch.mm(rw, x), rtol=1e-4, atol=1e-5)
-    per_entry = {name: _timed(fn, budget=2.0)[0] / (val.numel() * cols) * 1e9 for name, fn in kernels.items()}
-    return {"nodes": n, "entries": int(val.numel()), "columns": cols, "blocks": blocks, "ns_per_entry_column": per_entry}
+    entries = rw._nnz()
+    per_entry = {name: _timed(fn, budget=2.0)[0] / (entries * cols) * 1e9 for name, fn in kernels.items()}
+    return {"nodes": n, "entries": entries, "columns": cols, "blocks": blocks, "ns_per_entry_column": per_entry}
 
 
 def work_rgvt_backends(spec: dict) -> dict:
@@ -342,7 +346,7 @@ def work_rgvt_backends(spec: dict) -> dict:
     whether Z_8 is bit-identical between them, and the back-end ``auto`` (the default) picks."""
     import torch
 
-    from omnigraph.estimators.rgvt import RGVT, _inference_operators
+    from omnigraph.estimators.rgvt import RGVT
 
     encoder = RGVT.from_pretrained("rgvt").encoder.eval()
     data = _graph(spec)
@@ -353,10 +357,7 @@ def work_rgvt_backends(spec: dict) -> dict:
         for backend in (("torch", "embedding_bag") if rep % 2 == 0 else ("embedding_bag", "torch")):
             encoder.spmm_backend = backend
             start = time.perf_counter()
-            ops = _inference_operators(encoder, data, None)
-            with torch.no_grad():
-                for _depth, z in encoder.iterate(x, depth=8, operators=ops, reuse=True):
-                    pass
+            ops, z = _encoder_pass(encoder, data, x)
             times[backend].append(time.perf_counter() - start)
             last[backend] = z.clone()
             del ops, z

@@ -221,6 +221,8 @@ def test_bag_mm_matches_dense_product(dtype):
         out = torch.full((n, 7), float("nan"), dtype=dtype)
         assert spmm_into(op, x, out, backend="embedding_bag") is out
         torch.testing.assert_close(out, want)
+        coo = op.to_sparse_coo()                                            # bags are for CSR: COO keeps torch
+        assert torch.equal(spmm_into(coo, x, out, backend="embedding_bag"), torch.mm(coo, x))
         assert torch.equal(bag_mm(op, x), bag_mm(op, x))                   # deterministic
         leaf = x.clone().requires_grad_()
         bag_mm(op, leaf).pow(2).sum().backward()                            # gradients reach x

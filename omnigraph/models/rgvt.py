@@ -379,11 +379,9 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         into ``work`` (from :meth:`_workspace`); returns the ``[N, c]`` result, a view into
         ``work`` that the next call overwrites (``x`` may be that view: it is copied first).
         Reusing one buffer over chunks and steps keeps the allocator from fragmenting the heap.
-        Same numbers as the autograd branch of :meth:`step` (``backend``: see :meth:`kernel_for`;
-        operators that are not plain CSR use ``torch.sparse.mm``)."""
+        Same numbers as the autograd branch of :meth:`step` (``backend``: see :meth:`kernel_for`
+        and :func:`~omnigraph.ops.spmm_into`)."""
         n, c = x.shape
-        if getattr(operators.rw, "layout", None) != torch.sparse_csr:
-            backend = "torch"
         size = self.num_views * n * c
         views = work[:size].view(self.num_views, n, c)
         out = work[size:size + n * c].view(n, c)

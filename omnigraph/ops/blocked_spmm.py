@@ -74,13 +74,15 @@ def spmm_into(op: Tensor | ColumnBlockedCSR, x: Tensor, out: Tensor, backend: st
     """``op @ x`` written into ``out`` for a sparse tensor or :class:`ColumnBlockedCSR` ``op``.
 
     ``backend``: ``"torch"`` (``torch.sparse.mm``) or ``"embedding_bag"``
-    (:func:`~omnigraph.ops.bag_mm`, CSR ``op`` only); column-blocked operators always use
-    ``torch.sparse.mm`` on their blocks."""
+    (:func:`~omnigraph.ops.bag_mm`), which applies to plain CSR matrices; COO matrices and
+    column-blocked operators always use ``torch.sparse.mm``."""
     if backend not in ("torch", "embedding_bag"):
         raise ValueError(f"backend must be 'torch' or 'embedding_bag', got {backend!r}")
     if isinstance(op, ColumnBlockedCSR):
         return op.mm(x, out)
-    return bag_mm(op, x, out) if backend == "embedding_bag" else torch.mm(op, x, out=out)
+    if backend == "embedding_bag" and op.layout == torch.sparse_csr:
+        return bag_mm(op, x, out)
+    return torch.mm(op, x, out=out)
 
 
 def split_columns(ops: Sequence[Tensor], num_blocks: int) -> list[ColumnBlockedCSR]:
