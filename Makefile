@@ -12,7 +12,7 @@ OMNIGRAPH_REFERENCE ?= $(if $(wildcard $(SHARED)/reference),$(SHARED)/reference,
 export OMNIGRAPH_DATA OMNIGRAPH_REFERENCE
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test wheel-check bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,20 @@ demo: install
 
 test: install
 	$(PY) -m pytest -q -x --durations=15
+	$(MAKE) wheel-check
+
+# The user's path: build the wheel, install it (no dependencies: they come from $(VENV) through a
+# .pth line, so no second torch) into an environment of its own, and from outside the source tree
+# load every shipped checkpoint, run the CLI and a notebook (.ci/wheel_check.py).
+WHEEL_ENV := build/wheel-env
+wheel-check: install
+	rm -rf build/lib build/bdist.* build/wheel $(WHEEL_ENV)
+	$(PIP) wheel -q --no-deps --no-build-isolation -w build/wheel .
+	$(PY) -m venv --without-pip $(WHEEL_ENV)
+	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
+	  "$$($(WHEEL_ENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/omnigraph-deps.pth"
+	$(PIP) --python $(WHEEL_ENV)/bin/python install -q --no-deps --no-index build/wheel/omnigraph-*.whl
+	env -u PYTHONPATH OMP_NUM_THREADS=1 MPLBACKEND=Agg $(WHEEL_ENV)/bin/python .ci/wheel_check.py $(CURDIR)
 
 # issue #5's figures (docs/results/performance.md, perf.json, perf_scaling.png) and RGVT's
 # fast-vs-reference adaptation table (about an hour on one thread); not part of `make test`

@@ -22,8 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+try:  # Python >= 3.11
+    from importlib.resources.abc import Traversable
+except ImportError:  # pragma: no cover - Python 3.10
+    from importlib.abc import Traversable
+
 import torch
 from safetensors import SafetensorError
+from safetensors.torch import load as load_bytes
 from safetensors.torch import load_file, save_file
 
 PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
@@ -37,13 +43,22 @@ def register_model(cls):
     return cls
 
 
-def pretrained_dir() -> Path:
-    """The shipped checkpoints: the repo's ``pretrained/`` or the installed package data."""
+def pretrained_dir() -> Traversable:
+    """The shipped checkpoints: the repo's ``pretrained/`` or the installed package data.
+
+    The result is a :class:`~importlib.resources.abc.Traversable` (a :class:`~pathlib.Path` in a
+    source tree; inside a wheel, a zip or a namespace package it need not be a real folder), so read
+    it with ``/``, ``read_text()`` and ``read_bytes()``, never through ``str()``."""
     if (PRETRAINED_DIR / "registry.json").is_file():
         return PRETRAINED_DIR
     from importlib import resources
 
-    return Path(str(resources.files("omnigraph._pretrained")))
+    return resources.files("omnigraph._pretrained")
+
+
+def shipped_registry() -> dict[str, dict[str, str]]:
+    """``registry.json`` of the shipped checkpoints: name -> ``{"file", "sha256", "model_type"}``."""
+    return json.loads((pretrained_dir() / "registry.json").read_text())
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -106,19 +121,43 @@ def refuse_pickle(path: Path) -> None:
             "and pass that file instead.")
 
 
+def _parse_config(text: str, where: object) -> dict[str, Any]:
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{where} is not valid JSON: {err}") from err
+    if not isinstance(config, dict) or "model_type" not in config or not isinstance(config.get("config"), dict):
+        raise ValueError(f"{where} lacks 'model_type'/'config' keys (config must be a JSON object); not an "
+                         "omnigraph checkpoint")
+    return config
+
+
+def _read_shipped(name: str) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """A shipped checkpoint read through the package's Traversable (works from a wheel, a zip or a tree)."""
+    registry = shipped_registry()
+    if name not in registry:
+        raise FileNotFoundError(
+            f"no checkpoint named {name!r}: not a file or folder, and not a shipped model "
+            f"(shipped: {', '.join(sorted(registry)) or 'none'})")
+    entry, root = registry[name], pretrained_dir()
+    weights, cfg = root / entry["file"], root / (entry["file"].rsplit(".", 1)[0] + ".json")
+    if not weights.is_file():
+        raise FileNotFoundError(f"shipped checkpoint {name!r}: {entry['file']} is missing from the installed "
+                                "package; reinstall omnigraph")
+    blob = weights.read_bytes()
+    if hashlib.sha256(blob).hexdigest() != entry["sha256"]:
+        raise ValueError(f"sha256 of the shipped {entry['file']} does not match the registry "
+                         f"({entry['sha256'][:12]}...): the file is corrupt or was modified; reinstall omnigraph")
+    if not cfg.is_file():
+        raise FileNotFoundError(f"shipped checkpoint {name!r}: its config {cfg.name} is missing; reinstall omnigraph")
+    return _parse_config(cfg.read_text(), cfg.name), load_bytes(blob)
+
+
 def read_checkpoint(name_or_path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     """Resolve a shipped name, a directory or a ``.safetensors`` file to ``(config, tensors)``."""
     path = Path(name_or_path)
-    expected_sha = None
     if not path.exists():
-        registry = json.loads((pretrained_dir() / "registry.json").read_text())
-        if str(name_or_path) not in registry:
-            raise FileNotFoundError(
-                f"no checkpoint named {str(name_or_path)!r}: not a file or folder, and not a shipped model "
-                f"(shipped: {', '.join(sorted(registry)) or 'none'})")
-        entry = registry[str(name_or_path)]
-        path = pretrained_dir() / entry["file"]
-        expected_sha = entry["sha256"]
+        return _read_shipped(str(name_or_path))
     if path.is_dir():
         weights, cfg_path = path / "model.safetensors", path / "config.json"
     else:
@@ -126,23 +165,13 @@ def read_checkpoint(name_or_path: str | os.PathLike) -> tuple[dict[str, Any], di
     if not weights.is_file():
         raise FileNotFoundError(f"checkpoint weights not found: {weights}")
     refuse_pickle(weights)
-    if expected_sha is not None and sha256_file(weights) != expected_sha:
-        raise ValueError(f"sha256 of {weights} does not match the registry ({expected_sha[:12]}...): "
-                         "the file is corrupt or was modified; reinstall omnigraph")
     if not cfg_path.is_file():
         raise FileNotFoundError(f"checkpoint config not found: {cfg_path} (expected next to {weights.name})")
     try:
         tensors = load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as err:
         raise ValueError(f"{weights} is not a valid safetensors file ({err}); it may be truncated or corrupt") from err
-    try:
-        config = json.loads(cfg_path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{cfg_path} is not valid JSON: {err}") from err
-    if not isinstance(config, dict) or "model_type" not in config or not isinstance(config.get("config"), dict):
-        raise ValueError(f"{cfg_path} lacks 'model_type'/'config' keys (config must be a JSON object); not an "
-                         "omnigraph checkpoint")
-    return config, tensors
+    return _parse_config(cfg_path.read_text(), cfg_path), tensors
 
 
 def model_card_markdown(model_type: str, card: dict[str, Any]) -> str:

@@ -142,3 +142,32 @@ def test_corrupt_or_pickled_reference_npz_gives_a_clear_error(tmp_path, loader, 
     np.savez(pickled, w=np.array([{"a": 1}], dtype=object))
     with pytest.raises(ValueError, match=r"pickled\.npz.*never unpickles"):
         read(pickled)
+
+
+def test_shipped_checkpoint_loads_through_a_zip_traversable(tmp_path, monkeypatch):
+    """An installed package's data need not be a real folder (a wheel in a zip, a namespace package):
+    shipped names are read through the Traversable API, never through ``str(path)``."""
+    import zipfile
+
+    model = _Toy()
+    hub.publish(model, "toy", {"seed": 1}, directory=tmp_path / "tree")
+    archive = tmp_path / "pkg.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for f in (tmp_path / "tree").iterdir():
+            zf.write(f, f"_pretrained/{f.name}")
+    root = zipfile.Path(archive, "_pretrained/")
+    monkeypatch.setattr(hub, "pretrained_dir", lambda: root)
+    assert hub.shipped_registry()["toy"]["model_type"] == _Toy.model_type
+    back = _Toy.from_pretrained("toy")
+    for (k, a), (_, b) in zip(model.state_dict().items(), back.state_dict().items()):
+        assert torch.equal(a, b), k  # a byte copy of the same file: bit-identical on every machine
+    assert back.card_["seed"] == 1
+    # the registry's sha256 still guards a shipped file read from the archive
+    data = bytearray((tmp_path / "tree" / "toy.safetensors").read_bytes())
+    data[-1] ^= 0xFF
+    with zipfile.ZipFile(archive, "w") as zf:
+        for f in (tmp_path / "tree").iterdir():
+            zf.writestr(f"_pretrained/{f.name}", bytes(data) if f.suffix == ".safetensors" else f.read_bytes())
+    monkeypatch.setattr(hub, "pretrained_dir", lambda: zipfile.Path(archive, "_pretrained/"))
+    with pytest.raises(ValueError, match="sha256"):
+        _Toy.from_pretrained("toy")

@@ -88,17 +88,26 @@ def resolve_resume(resume_from: str | os.PathLike | None, out_dir: str | os.Path
     return str(path)
 
 
+def _no_advert(record: logging.LogRecord) -> bool:
+    """Drop Lightning's "Tip: ... litlogger" advertisement; every other record passes."""
+    return "litlogger" not in str(record.msg)
+
+
 @contextmanager
 def _quiet_lightning(enabled: bool):
-    """Raise the ``lightning.pytorch`` logger to WARNING (drops the "GPU available: ..." banner)."""
+    """Raise the ``lightning.pytorch`` logger to WARNING (drops the "GPU available: ..." banner) and,
+    quiet or not, drop the cloud-logging advertisement Lightning prints on every ``Trainer``."""
     logger = logging.getLogger("lightning.pytorch")
+    adverts = logging.getLogger("lightning.pytorch.utilities.rank_zero")  # where rank_zero_info logs
     level = logger.level
     if enabled:
         logger.setLevel(logging.WARNING)
+    adverts.addFilter(_no_advert)
     try:
         yield
     finally:
         logger.setLevel(level)
+        adverts.removeFilter(_no_advert)
 
 
 def fit_lightning(module: L.LightningModule, *, max_epochs: int, datamodule: L.LightningDataModule | None = None,
