@@ -88,15 +88,17 @@ class RGVTOperators(NamedTuple):
     def with_layout(self, layout: str, blocks: int = 1) -> RGVTOperators:
         """The same operators as ``"csr"`` or ``"coo"`` sparse matrices (converted only if needed;
         operators that shared one pattern still share it after the conversion), with
-        ``blocks > 1`` split into that many CSR column blocks (inference only, no transposes).
+        ``blocks > 1`` split into that many CSR column blocks. Column blocks are for inference:
+        the transposes (kept for a backward pass) are left out of a blocked result, so the
+        operators of a training graph serve its no-grad validation pass too.
         Operators that are already column-blocked are returned as they are."""
         if layout not in ("csr", "coo"):
             raise ValueError(f"layout must be 'csr' or 'coo', got {layout!r}")
         if self.blocked:
             return self
         if blocks > 1:
-            if layout != "csr" or self.rw_t is not None or self.sym_t is not None:
-                raise ValueError("column blocks are for CSR inference operators (layout='csr', no transposes)")
+            if layout != "csr":
+                raise ValueError("column blocks are CSR operators: pass layout='csr' with blocks > 1")
             return RGVTOperators(*split_columns(self.with_layout("csr")[:2], blocks))
         want = torch.sparse_csr if layout == "csr" else torch.sparse_coo
         if all(m is None or m.layout == want for m in self):
