@@ -54,3 +54,15 @@ html_title = f"omnigraph {release}"
 html_static_path: list[str] = []
 # the committed benchmark folders hold CSV/JSON/PNG next to their markdown; only pages are sources
 html_copy_source = False
+
+
+def _skip_sklearn_request_methods(app, what, name, obj, skip, options):
+    """scikit-learn's BaseEstimator adds ``set_fit_request`` / ``set_score_request`` (metadata routing) to
+    every subclass; their docstrings cite sklearn's own glossary. They are sklearn's API, not ours."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_sklearn_request_methods)

@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_bytes
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
 _PICKLE_SUFFIXES = {".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".bin"}
@@ -93,9 +93,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         f.write(data)
 
 
-def _atomic_save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str]) -> None:
+def _atomic_save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str],
+                         dtype: torch.dtype | None = None) -> str:
+    """Write ``tensors`` as safetensors (floating tensors stored as ``dtype`` if given); return its sha256."""
+    def stored(v: torch.Tensor) -> torch.Tensor:
+        v = v.detach().cpu()
+        return (v.to(dtype) if dtype is not None and v.is_floating_point() else v).contiguous()
+
     with _staged(path) as tmp:
-        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, tmp, metadata=metadata)
+        save_file({k: stored(v) for k, v in tensors.items()}, tmp, metadata=metadata)
+        digest = sha256_file(tmp)
+    return digest
 
 
 def _is_safetensors(path: Path) -> bool:
@@ -167,11 +175,17 @@ def read_checkpoint(name_or_path: str | os.PathLike) -> tuple[dict[str, Any], di
     refuse_pickle(weights)
     if not cfg_path.is_file():
         raise FileNotFoundError(f"checkpoint config not found: {cfg_path} (expected next to {weights.name})")
+    config = _parse_config(cfg_path.read_text(), cfg_path)
+    blob = weights.read_bytes()
+    recorded = config.get("sha256")
+    if recorded is not None and hashlib.sha256(blob).hexdigest() != recorded:
+        raise ValueError(f"sha256 of {weights} does not match the digest recorded in {cfg_path.name} at save time "
+                         f"({str(recorded)[:12]}...): the weights were altered or truncated after saving")
     try:
-        tensors = load_file(str(weights))
+        tensors = load_bytes(blob)
     except (SafetensorError, OSError, ValueError) as err:
         raise ValueError(f"{weights} is not a valid safetensors file ({err}); it may be truncated or corrupt") from err
-    return _parse_config(cfg_path.read_text(), cfg_path), tensors
+    return config, tensors
 
 
 def model_card_markdown(model_type: str, card: dict[str, Any]) -> str:
@@ -194,12 +208,17 @@ class PretrainedMixin:
     def get_config(self) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def save_pretrained(self, directory: str | os.PathLike, card: dict[str, Any] | None = None) -> Path:
+    def save_pretrained(self, directory: str | os.PathLike, card: dict[str, Any] | None = None,
+                        dtype: torch.dtype | None = None) -> Path:
+        """Write ``model.safetensors`` + ``config.json`` (with the weights' sha256, checked at load) + ``README.md``.
+
+        ``dtype`` stores the floating tensors in another precision (e.g. ``torch.float16``); loading
+        copies them back into the model's own parameters."""
         directory = Path(directory)
         card = {"date": _dt.date.today().isoformat(), **(card or {})}
-        meta = {"model_type": self.model_type, "config": self.get_config(), "card": card}
-        _atomic_save_tensors(self.state_dict(), directory / "model.safetensors",
-                             {"model_type": self.model_type})
+        digest = _atomic_save_tensors(self.state_dict(), directory / "model.safetensors",
+                                      {"model_type": self.model_type}, dtype)
+        meta = {"model_type": self.model_type, "config": self.get_config(), "card": card, "sha256": digest}
         atomic_write_bytes(directory / "config.json", json.dumps(meta, indent=2).encode())
         atomic_write_bytes(directory / "README.md", model_card_markdown(self.model_type, card).encode())
         return directory
@@ -221,12 +240,14 @@ class PretrainedMixin:
         return obj
 
 
-def publish(obj: PretrainedMixin, name: str, card: dict[str, Any], directory: Path | None = None) -> Path:
-    """Write a checkpoint as ``NAME.safetensors/.json/.md`` into ``pretrained/`` and register its hash."""
+def publish(obj: PretrainedMixin, name: str, card: dict[str, Any], directory: Path | None = None,
+            dtype: torch.dtype | None = None) -> Path:
+    """Write a checkpoint as ``NAME.safetensors/.json/.md`` into ``pretrained/`` and register its hash
+    (``dtype``: as in ``PretrainedMixin.save_pretrained``)."""
     directory = Path(directory or PRETRAINED_DIR)
     card = {"name": name, "date": _dt.date.today().isoformat(), **card}
     weights = directory / f"{name}.safetensors"
-    _atomic_save_tensors(obj.state_dict(), weights, {"model_type": obj.model_type})
+    _atomic_save_tensors(obj.state_dict(), weights, {"model_type": obj.model_type}, dtype)
     meta = {"model_type": obj.model_type, "config": obj.get_config(), "card": card}
     atomic_write_bytes(directory / f"{name}.json", json.dumps(meta, indent=2).encode())
     atomic_write_bytes(directory / f"{name}.md", model_card_markdown(obj.model_type, card).encode())

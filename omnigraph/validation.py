@@ -35,6 +35,10 @@ class MemoryLimitError(MemoryError, ValueError):
     """An allocation estimate exceeds the configured limit (a ``MemoryError`` and a ``ValueError``)."""
 
 
+#: largest feature magnitude accepted (float32: squares and dot products of larger values overflow)
+MAX_ABS_FEATURE = 1e15
+
+
 def parse_bytes(value: float | str) -> int:
     """``1073741824``, ``"1e9"``, ``"512M"``, ``"8G"``, ``"8GiB"`` -> bytes (binary multiples)."""
     if isinstance(value, bool):
@@ -171,6 +175,15 @@ def check_graph(data, require_x: bool = True) -> None:
             bad = (~torch.isfinite(x)).any(dim=1).nonzero().flatten()
             raise ValueError(f"data.x contains NaN or Inf in {bad.numel()} rows (first: node {int(bad[0])}); "
                              "impute or drop those values first")
+        if x.numel():
+            peak = max(-float(x.min()), float(x.max()))
+            if peak > MAX_ABS_FEATURE:
+                flat = int(x.abs().argmax())
+                raise ValueError(
+                    f"data.x holds values up to {peak:.3g} in magnitude (node {flat // x.size(1)}, feature "
+                    f"{flat % x.size(1)}): omnigraph computes in float32, where products of features that large "
+                    f"overflow; rescale the features so that |x| <= {MAX_ABS_FEATURE:.0e} (e.g. divide by "
+                    "x.abs().max() or standardise the columns)")
     n = data.num_nodes
     if n is None or int(n) == 0:
         raise ValueError("the graph has no nodes (data.num_nodes is 0 / data.x has 0 rows); there is nothing to "
@@ -257,6 +270,27 @@ def check_labels(y, num_nodes: int, field: str = "data.y", allow_float: bool = F
             raise TypeError(f"{field} must hold integer class ids, got {y.dtype} with fractional or NaN values")
         y = y.long()
     return y
+
+
+def check_class_ids(y_labelled: Tensor, field: str = "data.y", num_classes: int | None = None) -> int:
+    """The number of classes ``C`` (largest labelled id + 1, or ``num_classes``), refused when sparse.
+
+    Class ids index the output columns, so ids must be ``0..C-1`` with few gaps: a label of 10**9 on
+    a three-class graph would make an output layer (and one-hot targets) of 10**9 columns. ``C`` may
+    exceed the number of distinct labelled classes (classes absent from the labelled nodes), but
+    not by more than ``max(4 k, k + 64)`` for ``k`` distinct ones."""
+    classes = torch.unique(y_labelled)
+    k = int(classes.numel())
+    top = int(classes.max()) if k else -1
+    c = top + 1 if num_classes is None else int(num_classes)
+    bound = max(4 * k, k + 64)
+    if c > bound:
+        what = (f"num_classes={num_classes}" if num_classes is not None and num_classes > top + 1 else
+                f"the largest class id is {top}")
+        raise ValueError(f"{field}: the labelled nodes use {k} distinct classes but {what}, which would make "
+                         f"{c} output columns; class ids must be 0..C-1 (at most {bound} here): relabel them with "
+                         f"torch.unique(y, return_inverse=True)")
+    return c
 
 
 def check_train_classes(y_train: Tensor, field: str = "data.y[train_mask]") -> None:
@@ -383,6 +417,10 @@ def check_support(support, num_nodes: int, name: str) -> Tensor:
         bad = int(support.min()) if int(support.min()) < 0 else int(support.max())
         raise ValueError(f"{name} refers to node {bad} but the graph has {num_nodes} nodes (ids 0..{num_nodes - 1})")
     uniq, counts = torch.unique(support, return_counts=True)
+    if support.numel() == num_nodes and num_nodes > 2 and uniq.numel() <= 2 and bool((support <= 1).all()):
+        raise TypeError(f"{name} holds only 0/1 for each of the {num_nodes} nodes: that is an indicator vector, "
+                        f"not node ids; pass it as a boolean mask ({name}.bool()) or as ids "
+                        f"({name}.nonzero().flatten())")
     if uniq.numel() != support.numel():
         raise ValueError(f"{name} contains duplicated node ids (e.g. {int(uniq[counts > 1][0])}); pass each support "
                          "node once")

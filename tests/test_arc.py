@@ -57,8 +57,8 @@ def test_align_shape_deterministic_label_free_and_a_sorted_pca():
     out2 = ARCAlign(d=64)(data).x
     assert out1.shape == (120, 64) and out1.dtype == torch.float32
     assert torch.equal(out1, out2)
-    # the columns are exactly the PCA columns, permuted
-    pca = torch.from_numpy(PCA(64, random_state=0).fit_transform(data.x.numpy())).float()
+    # the columns are exactly the PCA columns (computed in float64, as align does), permuted
+    pca = torch.from_numpy(PCA(64, random_state=0).fit_transform(data.x.double().numpy())).float()  # in float64
     match = (out1[:, :, None] - pca[:, None, :]).abs().amax(0) < 1e-4   # [out col, pca col]
     assert match.sum(1).eq(1).all() and match.sum(0).eq(1).all()
 

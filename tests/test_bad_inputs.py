@@ -283,7 +283,7 @@ def test_val_class_absent_from_train_warns_but_fits():
     d.y[d.val_mask.nonzero()[0]] = C  # a class no training node has
     with pytest.warns(UserWarning, match=r"data\.y\[val_mask\] contains classes \[3\]"):
         clf = rgvt().fit(d)
-    assert clf.num_classes_ == C + 1
+    assert clf.n_classes_ == C + 1
 
 
 @pytest.mark.parametrize("make", ["graphany", "rgvt"])
@@ -396,7 +396,8 @@ def _yandex_npz(path, n=N, **override):
 
 def _gad_npz(path, **override):
     d = gad_graph()
-    arrays = {"x": d.x.numpy(), "edge_index": d.edge_index.numpy(), "y": d.y.numpy().astype(np.int8)}
+    arrays = {"x": d.x.numpy(), "edge_index": d.edge_index.numpy(), "y": d.y.numpy().astype(np.int8),
+              "task": np.array("gad")}
     arrays.update(override)
     np.savez(path, **arrays)
     return path
@@ -422,8 +423,12 @@ FILE_CASES = [
      r"cannot read .*x\.npz as an npz archive"),
     ("wrong_keys", lambda p: _npz(p / "k.npz", feats=np.ones((3, 2)), labels=np.zeros(3)), ValueError,
      r"unrecognised npz keys \['feats', 'labels'\]"),
-    ("gad_missing_y", lambda p: _npz(p / "m.npz", x=np.ones((3, 2)), edge_index=np.zeros((2, 0), int)), ValueError,
-     r"missing keys \['y'\]"),
+    ("gad_missing_edges", lambda p: _npz(p / "m.npz", x=np.ones((3, 2)), y=np.zeros(3, int), task=np.array("gad")),
+     ValueError, r"missing key 'edge_index'"),
+    ("no_task", lambda p: _npz(p / "t.npz", x=np.ones((3, 2)), edge_index=np.zeros((2, 0), int)), ValueError,
+     r"t\.npz does not say which task it holds: pass task='nc'"),
+    ("bad_task_entry", lambda p: _gad_npz(p / "b.npz", task=np.array("anomaly")), ValueError,
+     r"its 'task' entry must be 'nc' or 'gad', got 'anomaly'"),
     ("object_array", lambda p: _gad_npz(p / "o.npz", y=np.array([None] * N, dtype=object)), ValueError,
      r"o\.npz as an npz archive: it holds pickled Python objects"),
     ("gad_nan_features", lambda p: _gad_npz(p / "n.npz", x=np.full((N, F), np.nan, np.float32)), ValueError,
@@ -494,6 +499,13 @@ def _saved(tmp_path):
     return GraphAnyModel(n_hidden=8).save_pretrained(tmp_path / "ck")
 
 
+def _flip_last_byte(path):
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0x01
+    path.write_bytes(bytes(data))
+    return path
+
+
 def _edit_config(path, fn):
     meta = json.loads((path / "config.json").read_text())
     fn(meta)
@@ -517,7 +529,13 @@ CHECKPOINT_CASES = [
     ("config_missing", lambda p: ((_saved(p) / "config.json").unlink(), p / "ck")[1], FileNotFoundError,
      r"checkpoint config not found"),
     ("truncated_weights", lambda p: (_truncate(_saved(p) / "model.safetensors"), p / "ck")[1], ValueError,
-     r"model\.safetensors is not a valid safetensors file"),
+     r"sha256 of .*model\.safetensors does not match the digest recorded in config\.json"),
+    # same size, one byte of tensor data changed: still a valid safetensors file, caught by the digest
+    ("altered_weights", lambda p: (_flip_last_byte(_saved(p) / "model.safetensors"), p / "ck")[1], ValueError,
+     r"weights were altered or truncated after saving"),
+    ("truncated_weights_no_digest", lambda p: (_truncate(_saved(p) / "model.safetensors"),
+                                               _edit_config(p / "ck", lambda m: m.pop("sha256")), p / "ck")[2],
+     ValueError, r"model\.safetensors is not a valid safetensors file"),
     ("wrong_model_type", lambda p: (_edit_config(_saved(p), lambda m: m.update(model_type="rgvt")), p / "ck")[1],
      ValueError, r"holds a 'rgvt' checkpoint, not 'graphany'"),
 ]
@@ -627,3 +645,62 @@ def test_fingerprint_detector_validates_like_the_others():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a valid call raises no warning
         FingerprintDetector().decision_function(gad_graph(), support_normal=[1, 2], support_anomaly=[0])
+
+
+# ------------------------------------------------------------------ magnitudes and integrity (user's path)
+def _absurd_class(d: Data, value: int = 10**9) -> Data:
+    d.y = d.y.clone()
+    d.y[d.train_mask.nonzero()[0]] = value
+    return d
+
+
+@pytest.mark.parametrize("make", ["rgvt", "graphany", "baseline"])
+def test_an_absurd_class_id_is_refused_before_any_allocation(make):
+    """One label of 10**9 would make a 10**9-column head and one-hot target: refused, naming the id."""
+    from omnigraph.estimators.baselines import SupervisedBaseline
+
+    est = {"rgvt": rgvt, "graphany": graphany, "baseline": lambda: SupervisedBaseline(kind="mlp", max_epochs=2)}[make]()
+    with validation.max_bytes("64MiB"), pytest.raises(ValueError, match=r"largest class id is 1000000000.*relabel"):
+        est.fit(_absurd_class(nc_graph()))
+    d = _absurd_class(nc_graph(), value=C + 5)       # a few absent classes: still fine (ids with small gaps)
+    assert est.fit(d).n_classes_ == C + 6
+
+
+@pytest.mark.parametrize("make", ["rgvt", "graphany"])
+def test_an_absurd_num_classes_is_refused(make):
+    est = {"rgvt": lambda: RGVT(RGVTEncoder(), num_classes=10**12, max_epochs=2),
+           "graphany": lambda: GraphAny(GraphAnyModel(n_hidden=8), num_classes=10**12)}[make]()
+    with pytest.raises(ValueError, match=r"num_classes=1000000000000"):
+        est.fit(nc_graph())
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_huge_finite_features_are_refused_with_the_fix(entry):
+    """Finite but huge features used to crash inside torch.linalg (RGVT) or give wrong scores (the
+    fingerprint's dot products overflowed to inf): refused by check_graph, naming the node and feature."""
+    data = nc_graph() if entry.split(".")[0] in ("rgvt", "graphany") else gad_graph()
+    data.x = data.x.clone()
+    data.x[3, 2] = 1e20
+    with pytest.raises(ValueError, match=r"values up to 1e\+20 in magnitude \(node 3, feature 2\).*rescale"):
+        ENTRY_POINTS[entry](data)
+
+
+def test_large_but_safe_features_give_the_same_answers():
+    d = gad_graph()
+    scaled = d.clone()
+    scaled.x = d.x * 1e15 / d.x.abs().max()          # the largest accepted magnitude
+    base = d.clone()
+    base.x = d.x / d.x.abs().max()
+    torch.testing.assert_close(FingerprintDetector().decision_function(scaled, **SUPPORT),
+                               FingerprintDetector().decision_function(base, **SUPPORT), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("field", ["support_normal", "support_anomaly"])
+def test_a_0_1_indicator_vector_passed_as_ids_says_what_it_looks_like(field):
+    d = gad_graph()
+    indicator = torch.zeros(d.num_nodes, dtype=torch.long)
+    indicator[[10, 11, 12]] = 1                       # nodes in neither of SUPPORT's sets
+    kwargs = {**SUPPORT, field: indicator}
+    with pytest.raises(TypeError, match=rf"{field} holds only 0/1 .* indicator vector.*\.bool\(\)"):
+        refi_gad().decision_function(d, **kwargs)
+    refi_gad().decision_function(d, **{**SUPPORT, field: indicator.bool()})   # the same as a mask: accepted

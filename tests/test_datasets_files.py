@@ -21,7 +21,7 @@ def cora_npz(data_root):
 
 @pytest.fixture(scope="module")
 def cora(cora_npz):
-    return load_dataset(cora_npz)
+    return load_dataset(cora_npz, task="gad")   # the mirror's uniform npz carries no task entry
 
 
 def _same_graph(a: Data, b: Data) -> None:
@@ -35,7 +35,9 @@ def test_npz_by_path(cora, cora_npz, data_root):
     assert cora.x.shape == (2708, 1433) and cora.x.dtype == torch.float32
     assert int(cora.y.sum()) == 150 and torch.equal(cora.y, cora.y_struct | cora.y_attr)
     _same_graph(cora, load_dataset("gad/cora", data_root=data_root))
-    _same_graph(cora, load_dataset(str(cora_npz)))
+    _same_graph(cora, load_dataset(str(cora_npz), task="gad"))
+    with pytest.raises(ValueError, match="does not say which task"):
+        load_dataset(cora_npz)                      # never guessed
 
 
 def test_save_gad_npz_roundtrip(cora, tmp_path):
@@ -93,12 +95,12 @@ def test_pt_bitcoded(cora, tmp_path):
     path = tmp_path / "inj_cora.pt"
     code = cora.y_attr + 2 * cora.y_struct  # pygod: 1 contextual, 2 structural, 3 both
     torch.save({"x": cora.x, "edge_index": cora.edge_index, "y": code}, path)
-    data = load_dataset(path)
+    data = load_dataset(path, task="gad")
     _same_graph(cora, data)
     assert torch.equal(data.y_struct, cora.y_struct) and torch.equal(data.y_attr, cora.y_attr)
     real = tmp_path / "real.pt"  # float 0/1 labels (pygod's real-anomaly sets)
     torch.save({"x": cora.x, "edge_index": cora.edge_index, "y": cora.y.float()}, real)
-    data = load_dataset(real)
+    data = load_dataset(real, task="gad")
     assert torch.equal(data.y, cora.y) and getattr(data, "y_struct", None) is None
 
 
@@ -106,28 +108,28 @@ def test_pt_pickled_data_is_refused(cora, tmp_path):
     path = tmp_path / "pickled.pt"
     torch.save(Data(x=cora.x, edge_index=cora.edge_index, y=cora.y), path)
     with pytest.raises(ValueError, match="pickled .* not unpickle"):
-        load_dataset(path)
+        load_dataset(path, task="gad")
     torch.save({"x": cora.x, "y": cora.y}, path)
     with pytest.raises(ValueError, match=r"missing tensor\(s\) \['edge_index'\]"):
-        load_dataset(path)
+        load_dataset(path, task="gad")
 
 
 def test_npz_errors(cora, tmp_path):
     path = tmp_path / "bad.npz"
     np.savez(path, x=cora.x.numpy(), y=cora.y.numpy())
-    with pytest.raises(ValueError, match=r"missing keys \['edge_index'\]"):
-        load_dataset(path)
+    with pytest.raises(ValueError, match=r"missing key 'edge_index'"):
+        load_dataset(path, task="gad")
     np.savez(path, features=cora.x.numpy(), labels=cora.y.numpy())
     with pytest.raises(ValueError, match="unrecognised npz keys"):
-        load_dataset(path)
+        load_dataset(path, task="gad")
     np.savez(path, x=cora.x.numpy(), edge_index=cora.edge_index.numpy(), y=cora.y.numpy()[:-1])
     with pytest.raises(ValueError, match="y has 2707 entries"):
-        load_dataset(path)
+        load_dataset(path, task="gad")
     np.savez(path, x=cora.x.numpy()[:10], edge_index=cora.edge_index.numpy(), y=cora.y.numpy()[:10])
     with pytest.raises(ValueError, match="edge_index refers to node"):
-        load_dataset(path)
+        load_dataset(path, task="gad")
     with pytest.raises(ValueError, match="no split"):
-        load_dataset(path, split=0)
+        load_dataset(path, split=0, task="gad")
     (tmp_path / "graph.csv").write_text("0,1\n")
     with pytest.raises(ValueError, match="unsupported graph file type"):
         load_dataset(tmp_path / "graph.csv")

@@ -210,12 +210,18 @@ def test_detector_scores_predict_flags_and_roundtrip(fitted, tmp_path):
     assert score.shape == (200,) and torch.isfinite(score).all()
     assert fitted.regime_ == "normal+anomaly-k"
     assert fitted.label_.sum() == (score > fitted.threshold_).sum()
-    pred = fitted.predict(target, sn, sa)
+    sup = {"support_normal": sn, "support_anomaly": sa}
+    pred = fitted.predict(target, **sup)
     assert pred.dtype == torch.long and set(pred.unique().tolist()) <= {0, 1}
-    pred, s, prob, conf = fitted.predict(target, sn, sa, return_score=True, return_prob=True, return_conf=True)
+    pred, s, prob, conf = fitted.predict(target, return_score=True, return_prob=True, return_conf=True, **sup)
     assert torch.equal(s, score) and prob.min() >= 0 and prob.max() <= 1 and conf.shape == (200,)
-    s2, prob2 = fitted.predict(target, sn, sa, return_pred=False, return_score=True, return_prob=True,
-                               prob_method="unify")
+    # pygod's positional order: (data, label, return_pred, return_score, return_prob, prob_method, return_conf)
+    p2, s3, prob3 = fitted.predict(target, None, True, True, True, "linear", False, **sup)
+    assert torch.equal(p2, pred) and torch.equal(s3, score) and torch.equal(prob3, prob)
+    with pytest.raises(ValueError, match="support_normal="):
+        fitted.predict(target, sn, sa)      # supports are keyword-only: here sn is pygod's label, no support
+    s2, prob2 = fitted.predict(target, return_pred=False, return_score=True, return_prob=True,
+                               prob_method="unify", **sup)
     assert torch.equal(s2, score) and prob2.shape == (200,)
     mask_n = torch.zeros(200, dtype=torch.bool)
     mask_n[sn] = True
@@ -275,14 +281,14 @@ def test_fingerprint_detectors():
     zero = FingerprintDetector(column="lc", sign=-1)
     assert torch.equal(zero.decision_function(target), -p[:, 4]) and zero.regime_ == "zero-shot"
     with pytest.raises(ValueError, match="sign"):
-        FingerprintDetector(sign=1)
+        FingerprintDetector(sign=1).fit()
 
 
 def test_fingerprint_cache_hits_invalidates_and_clears():
     g = _graph(seed=3)
     first = graph_fingerprint(g)
     assert graph_fingerprint(g) is first                           # same graph, same settings: cached
-    assert graph_fingerprint(g, ties="average") is not first       # other settings: recomputed
+    assert graph_fingerprint(g, ties="ordinal") is not first       # other settings: recomputed
     clear_fingerprint_cache()
     again = graph_fingerprint(g)
     assert again is not first and torch.equal(again, first)        # cleared: recomputed, same values

@@ -80,7 +80,7 @@ def load_gad(name: str):
     """``load_dataset`` plus the catalogue's per-graph preprocessing flags as ``data.<flag>``."""
     from omnigraph.datasets import get_entry, load_dataset
 
-    data = load_dataset(name)
+    data = load_dataset(name, task="gad")
     if not str(name).lower().endswith((".npz", ".mat", ".pt")):
         for key, value in (get_entry(name).get("preprocess") or {}).items():
             if getattr(data, key, None) is None:
@@ -227,7 +227,7 @@ def _canonical(name: str) -> str:
 def run_benchmark(protocol: str = "reduced-v1", models: Sequence[str] = DEFAULT_MODELS,
                   regimes: Sequence[str] = REGIMES, seeds: Sequence[int] = (0, 1, 2, 3, 4),
                   targets: Sequence[str] | None = None, train: bool | Sequence[str] = False,
-                  epochs: dict | None = None,
+                  epochs: dict | None = None, allow_unknown_sources: bool = False,
                   log: Callable[[str], None] = print) -> dict:
     """Run every (target, regime, model) with shared supports; returns ``{"rows", "meta"}``.
 
@@ -241,6 +241,8 @@ def run_benchmark(protocol: str = "reduced-v1", models: Sequence[str] = DEFAULT_
             "each run re-trains"): ``True`` for both, or a list of the models to train; the others
             use their shipped checkpoints (trained once).
         epochs: per-model epoch override for ``train`` (``{"refi-gad": 30}``).
+        allow_unknown_sources: evaluate a checkpoint whose card names no source graphs (refused by
+            default: nothing shows that it did not see a target).
     """
     from omnigraph.datasets import is_available
 
@@ -297,6 +299,11 @@ def run_benchmark(protocol: str = "reduced-v1", models: Sequence[str] = DEFAULT_
                 card = getattr(det, "card_", {}) or {}
                 meta["checkpoints"][model] = {"spec": spec, "sources": trained_on, "seed": card.get("seed"),
                                               "date": card.get("date"), "epochs": card.get("epochs")}
+                if trained_on is None and not allow_unknown_sources:
+                    raise ValueError(f"the {model} checkpoint ({spec}) does not say which graphs it was trained on "
+                                     "(no 'sources' in its card), so it may have seen the targets of protocol "
+                                     f"{protocol!r}; record them in the card, or pass allow_unknown_sources=True "
+                                     "(--allow-unknown-sources) to evaluate it anyway")
                 leak = sorted(set(map(_canonical, trained_on or [])) & set(available))
                 if leak:
                     raise ValueError(f"the {model} checkpoint was trained on {leak}, which are targets of protocol "

@@ -1,13 +1,13 @@
 """Anomaly-detection commands: ``detect``, ``pretrain refi-gad|arc``, ``benchmark gad``."""
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import time
 from pathlib import Path
 
 from omnigraph.cli._common import add_trainer_args, is_global_zero, trainer_kwargs
+from omnigraph.cli._io import add_graph_args, emit
 
 
 def _ints(spec: str) -> list[int]:
@@ -34,17 +34,65 @@ def _command(prefix: str, args, options: list[str]) -> str:
     return " ".join(parts)
 
 
-def cmd_detect(args) -> int:
-    from omnigraph.benchmark.gad import default_shots, evaluate_detector, load_gad, make_detector
+SCORE_COLUMNS = "score [higher = more anomalous], flag, support [1 normal, 2 anomalous, 0 none]"
 
-    data = load_gad(args.dataset)
-    if getattr(data, "y", None) is None:
-        raise ValueError(f"{args.dataset} has no anomaly labels (y); `omnigraph detect` evaluates against them")
+
+def _score_columns(det, score, sn, sa) -> dict:
+    import torch
+
+    role = torch.zeros(score.numel(), dtype=torch.long)
+    role[sn], role[sa] = 1, 2
+    return {"score": score, "flag": det.label_, "support": role}
+
+
+def _detect_once(args, det, data, sn, sa) -> int:
+    """The user's graph and the user's labelled nodes: one scoring, per-node results, metrics if labelled."""
+
+    from omnigraph.benchmark.gad import metrics, support_mask
+
+    name = args.nodes if args.nodes else args.dataset
+    if sn is None and det.uses_normal:
+        need = " and --support-anomaly IDS (labelled anomalies)" if det.uses_anomaly else ""
+        raise ValueError(f"{args.model} scores a graph against labelled nodes of it: pass --support-normal IDS "
+                         f"(labelled normal nodes, comma separated or a file with one id per line){need}"
+                         + ("" if getattr(data, "y", None) is None else
+                            ", or --shots-normal/--shots-anomaly to draw them from the graph's labels"))
+    start = time.perf_counter()
+    score = det.decision_function(data, support_normal=sn, support_anomaly=sa)
+    sn, sa = det.support_normal_, det.support_anomaly_
+    result = {"model": args.model, "dataset": name, "regime": det.regime_, "support_normal": int(sn.numel()),
+              "support_anomaly": int(sa.numel()), "threshold": det.threshold_,
+              "flagged": int(det.label_.sum()), "seconds": round(time.perf_counter() - start, 2)}
+    line = (f"{args.model} on {name} [{det.regime_}, {sn.numel()} normal + {sa.numel()} anomalous support]: "
+            f"{result['flagged']} of {data.num_nodes} nodes flagged (contamination {det.contamination})")
+    y = getattr(data, "y", None)
+    keep = support_mask(data.num_nodes, sn, sa)
+    if y is not None and bool((y >= 0).all()) and 0 < int(y[keep].sum()) < int(keep.sum()):
+        auroc, auprc = metrics(y, score, keep)
+        result.update(auroc=round(100 * auroc, 2), auprc=round(100 * auprc, 2))
+        line += f"; AUROC {result['auroc']:.2f}  AUPRC {result['auprc']:.2f} (support excluded)"
+    print(line + f"  ({result['seconds']:.1f} s)")
+    return emit(args, result, data, _score_columns(det, score, sn, sa), SCORE_COLUMNS)
+
+
+def cmd_detect(args) -> int:
+    from omnigraph.benchmark.gad import default_shots, evaluate_detector, make_detector
+    from omnigraph.cli._io import load_graph, parse_ids
+
+    data = load_graph(args, task="gad")
     seeds = _ints(args.seeds)
     if not seeds:
         raise ValueError("--seeds is empty")
     start = time.perf_counter()
     det = make_detector(args.model, seeds[0])
+    det.set_params(contamination=args.contamination)
+    sn = parse_ids(args.support_normal, data, "--support-normal")
+    sa = parse_ids(args.support_anomaly, data, "--support-anomaly")
+    if sn is not None or sa is not None or getattr(data, "y", None) is None:
+        if args.shots_normal is not None or args.shots_anomaly is not None:
+            raise ValueError("pass either --support-normal/--support-anomaly (your labelled nodes) or "
+                             "--shots-normal/--shots-anomaly (drawn from the graph's labels), not both")
+        return _detect_once(args, det, data, sn, sa)
     k = default_shots(data.y)
     # detectors that read anomalous support default to REFI-GAD's regime, the others to ARC's normal-10
     reads_anomaly = det.uses_anomaly or det.accepts_anomaly
@@ -70,9 +118,14 @@ def cmd_detect(args) -> int:
     print(f"{args.model} on {args.dataset} [{regime}, {kn} normal + {ka} anomalous support, {pop}, seeds {seeds}]: "
           f"AUROC {result['auroc']:.2f} ± {result['auroc_std']:.2f}  AUPRC {result['auprc']:.2f} ± "
           f"{result['auprc_std']:.2f}  ({result['seconds']:.1f} s)")
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    return 0
+    columns = None
+    if args.out:   # per-node results of the first seed's support draw
+        from omnigraph.estimators.detector import sample_support
+
+        sn, sa = sample_support(data.y, kn, ka if reads_anomaly else 0, seeds[0])
+        score = det.decision_function(data, support_normal=sn if kn else None, support_anomaly=sa if ka else None)
+        columns = _score_columns(det, score, det.support_normal_, det.support_anomaly_)
+    return emit(args, result, data, columns, SCORE_COLUMNS + f" (seed {seeds[0]}'s support)")
 
 
 def cmd_pretrain(args) -> int:
@@ -129,7 +182,8 @@ def cmd_benchmark(args) -> int:
     regimes = _names(args.regimes)
     result = run_benchmark(protocol=args.protocol, models=_names(args.models), regimes=regimes,
                            seeds=_ints(args.seeds), targets=_names(args.targets) if args.targets else None,
-                           train=_names(args.train), epochs=epochs)
+                           train=_names(args.train), epochs=epochs,
+                           allow_unknown_sources=args.allow_unknown_sources)
     command = _command("benchmark gad", args, ["protocol", "models", "regimes", "seeds", "targets", "train", "epochs",
                                                "out"])
     paths = write_outputs(result, args.out, command=command)
@@ -138,10 +192,16 @@ def cmd_benchmark(args) -> int:
 
 
 def register(parsers) -> None:
-    p = parsers["top"].add_parser("detect", help="generalist anomaly detection on a labelled graph (AUROC/AUPRC)")
+    p = parsers["top"].add_parser("detect", help="generalist anomaly detection: per-node scores and flags, "
+                                  "AUROC/AUPRC when the graph has labels")
     p.add_argument("--model", default="refi-gad",
                    help="refi-gad, arc, fingerprint, fingerprint:<column> or a checkpoint path")
-    p.add_argument("--dataset", required=True, help="catalogue name (e.g. gad/cora, facebook) or a .npz/.mat/.pt file")
+    add_graph_args(p, default=None)
+    p.add_argument("--support-normal", default=None,
+                   help="your labelled normal nodes: comma-separated ids (node-table ids with --nodes) or a file")
+    p.add_argument("--support-anomaly", default=None, help="your labelled anomalous nodes, as --support-normal")
+    p.add_argument("--contamination", type=float, default=0.1,
+                   help="share of nodes flagged (the threshold is this quantile of the scores; default 0.1)")
     p.add_argument("--shots-normal", type=int, default=None,
                    help="labelled normal support nodes (default: k for refi-gad/fingerprint, 10 for arc)")
     p.add_argument("--shots-anomaly", type=int, default=None,
@@ -175,5 +235,8 @@ def register(parsers) -> None:
                    help="pretrain these models (default when given without a value: refi-gad,arc) on the "
                         "protocol's sources once per seed instead of loading their shipped checkpoints")
     b.add_argument("--epochs", default=None, help="with --train: per-model epochs, e.g. refi-gad=30,arc=40")
+    b.add_argument("--allow-unknown-sources", action="store_true",
+                   help="evaluate checkpoints whose cards do not name their source graphs (refused by default: "
+                        "they may have been trained on a target)")
     b.add_argument("--out", default="runs/benchmark_gad")
     b.set_defaults(func=cmd_benchmark)

@@ -1,12 +1,12 @@
 """Node-classification commands: ``predict``, ``pretrain rgvt|graphany``, ``benchmark nc``."""
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
 from omnigraph.cli._common import add_trainer_args, is_global_zero, trainer_kwargs
+from omnigraph.cli._io import add_graph_args
 
 
 def _estimator_for(model: str, seed: int, protocol: str | None = None):
@@ -35,28 +35,59 @@ def _split_arg(spec: str | None):
     return int(spec) if spec.isdigit() else spec
 
 
-def cmd_predict(args) -> int:
-    from omnigraph.datasets import load_dataset
+def _labelled_split(data, seed: int):
+    """Train/val masks from the labelled nodes (``y >= 0``) when the file brings none: 80/20, stratified
+    where every class has two or more labelled nodes. No test mask: nothing is held out for a metric."""
+    import torch
+    from sklearn.model_selection import train_test_split
 
-    data = load_dataset(args.dataset, split=_split_arg(args.split), seed=args.split_seed)
+    y = getattr(data, "y", None)
+    if y is None or not bool((y >= 0).any()):
+        raise ValueError("the graph has no labelled node (y is missing, or -1 everywhere): zero-shot "
+                         "classification adapts to the classes of a few labelled nodes per class; mark the others -1")
+    idx = (y >= 0).nonzero().flatten().numpy()
+    labels = y[idx].numpy()
+    counts = torch.bincount(y[idx])
+    stratify = labels if int(counts[counts > 0].min()) >= 2 else None
+    train, val = train_test_split(idx, test_size=0.2, random_state=seed, stratify=stratify)
+    for name, ids in (("train_mask", train), ("val_mask", val)):
+        mask = torch.zeros(data.num_nodes, dtype=torch.bool)
+        mask[torch.as_tensor(ids)] = True
+        data[name] = mask
+    return data
+
+
+def cmd_predict(args) -> int:
+    import torch
+
+    from omnigraph.cli._io import emit, load_graph
+
+    args.split_arg = _split_arg(args.split)
+    data = load_graph(args, task="nc")
+    own_split = getattr(data, "train_mask", None) is None
+    if own_split:
+        data = _labelled_split(data, args.split_seed)
     start = time.perf_counter()
     clf = _estimator_for(args.model, args.seed, args.protocol).fit(data)
-    result = {
-        "model": args.model,
-        "dataset": args.dataset,
-        "split": str(getattr(data, "split", args.split)),
-        "val_accuracy": round(100 * clf.score(data, mask=data.val_mask), 2),
-        "test_accuracy": round(100 * clf.score(data, mask=data.test_mask), 2),
-        "depth": getattr(clf, "depth_", None),
-        "seconds": round(time.perf_counter() - start, 2),
-    }
-    print(f"{result['model']} on {result['dataset']} (split {result['split']}): "
-          f"val {result['val_accuracy']:.2f}%  test {result['test_accuracy']:.2f}%"
-          + (f"  depth {result['depth']}" if result["depth"] is not None else "")
-          + f"  ({result['seconds']:.1f} s)")
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    return 0
+    name = args.nodes if args.nodes else args.dataset
+    result = {"model": args.model, "dataset": name,
+              "split": "labelled nodes 80/20" if own_split else str(getattr(data, "split", args.split)),
+              "depth": getattr(clf, "depth_", None)}
+    for key in ("val", "test"):
+        mask = getattr(data, f"{key}_mask", None)
+        if mask is not None and bool(mask.any()) and bool((data.y[mask] >= 0).all()):
+            result[f"{key}_accuracy"] = round(100 * clf.score(data, mask=mask), 2)
+    result["seconds"] = round(time.perf_counter() - start, 2)
+    metrics = "  ".join(f"{k.split('_')[0]} {result[k]:.2f}%" for k in ("val_accuracy", "test_accuracy") if k in result)
+    print(f"{result['model']} on {name} (split {result['split']}): {metrics or 'no labelled evaluation nodes'}"
+          + (f"  depth {result['depth']}" if result["depth"] is not None else "") + f"  ({result['seconds']:.1f} s)")
+    columns = None
+    if args.out:
+        proba = clf.predict_proba(data)
+        label = data.y if getattr(data, "y", None) is not None else torch.full((data.num_nodes,), -1)
+        columns = {"label": label, "pred": proba.argmax(1),
+                   **{f"prob_{c}": proba[:, c] for c in range(proba.size(1))}}
+    return emit(args, result, data, columns, "label [-1 = unlabelled], pred, prob_0..prob_{C-1}")
 
 
 def _load_sources(names: str, split_seed: int, svd_dim: int | None = None):
@@ -109,8 +140,9 @@ def cmd_benchmark(args) -> int:
 def register(parsers) -> None:
     p = parsers["top"].add_parser("predict", help="zero-shot node classification with a pretrained model")
     p.add_argument("--model", default="rgvt", help="rgvt, graphany or a checkpoint path")
-    p.add_argument("--dataset", default="Cora", help="catalogue name (see `omnigraph datasets list`)")
-    p.add_argument("--split", default=None, help="split protocol: public, random, an index (yandex/geom-gcn), ogb")
+    add_graph_args(p, default="Cora")
+    p.add_argument("--split", default=None, help="split protocol: public, random, an index (yandex/geom-gcn), ogb; "
+                   "a file keeps its own masks, or trains on its labelled nodes (80/20 train/val)")
     p.add_argument("--split-seed", type=int, default=42, help="seed of random splits (42 = RGVT protocol)")
     p.add_argument("--seed", type=int, default=0, help="seed of the per-target head")
     p.add_argument("--protocol", default=None, choices=["fast", "reference"], help="RGVT adaptation mode")

@@ -8,7 +8,8 @@
 ['ogbn-arxiv', 'cora', 'citeseer']
 """
 from omnigraph.datasets._store import DatasetNotAvailableError
-from omnigraph.datasets.gad import read_gad_npz, read_graph_file, read_mat, read_pt, save_gad_npz
+from omnigraph.datasets.files import read_graph_file, save_nc_file
+from omnigraph.datasets.gad import read_gad_npz, read_mat, read_pt, save_gad_npz
 from omnigraph.datasets.inject import InjectAnomalies, inject_contextual, inject_structural
 from omnigraph.datasets.loader import available, dataset_info, is_available, load_dataset
 from omnigraph.datasets.registry import (
@@ -44,6 +45,7 @@ __all__ = [
     "read_pt",
     "resolve",
     "save_gad_npz",
+    "save_nc_file",
     "suite",
     "suite_members",
     "suites",

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from omnigraph._npz import load_npz, npz_keys
+from omnigraph._npz import load_npz
 from omnigraph.ops import simple_undirected
 
 _CSR_KEYS = ("x_data", "x_indices", "x_indptr", "x_shape")
@@ -66,11 +66,11 @@ def _gad_data(x, edge_index, y, path, y_struct=None, y_attr=None) -> Data:
     if x.dim() != 2:
         raise ValueError(f"{path}: features must be a matrix [N, F], got shape {list(x.shape)}")
     n = x.size(0)
-    y = _binary(y, "y", path)
-    if y.numel() != n:
-        raise ValueError(f"{path}: y has {y.numel()} entries but x has {n} rows")
-    data = Data(x=x, edge_index=_clean_edges(torch.as_tensor(np.asarray(edge_index)).long(), n, path), y=y,
-                num_nodes=n)
+    data = Data(x=x, edge_index=_clean_edges(torch.as_tensor(np.asarray(edge_index)).long(), n, path), num_nodes=n)
+    if y is not None:                 # an unlabelled graph is what a detector is for: y is optional
+        data.y = _binary(y, "y", path)
+        if data.y.numel() != n:
+            raise ValueError(f"{path}: y has {data.y.numel()} entries but x has {n} rows")
     for key, value in (("y_struct", y_struct), ("y_attr", y_attr)):
         if value is not None:
             data[key] = _binary(value, key, path)
@@ -95,18 +95,17 @@ def read_gad_npz(path: str | Path) -> Data:
     else:
         raise ValueError(f"{path} is not a uniform GAD npz: no node features (needs key 'x' or the CSR keys "
                          f"{list(_CSR_KEYS)}; the file has {sorted(keys)})")
-    missing = [k for k in ("edge_index", "y") if k not in keys]
-    if missing:
-        raise ValueError(f"{path} is not a uniform GAD npz: missing keys {missing} (the file has {sorted(keys)})")
-    return _gad_data(x, f["edge_index"], f["y"], path, f.get("y_struct"), f.get("y_attr"))
+    if "edge_index" not in keys:
+        raise ValueError(f"{path} is not a uniform GAD npz: missing key 'edge_index' (the file has {sorted(keys)})")
+    return _gad_data(x, f["edge_index"], f.get("y"), path, f.get("y_struct"), f.get("y_attr"))
 
 
 def save_gad_npz(data: Data, path: str | Path, sparse: bool | None = None) -> Path:
     """Write ``data`` in the uniform npz format (atomically: temporary file + rename).
 
     Args:
-        data: graph with ``x`` ``[N, F]``, ``edge_index`` and binary ``y`` (and optionally
-            ``y_struct`` / ``y_attr``).
+        data: graph with ``x`` ``[N, F]``, ``edge_index`` and optionally a binary ``y`` (and
+            ``y_struct`` / ``y_attr``). The file records ``task = "gad"``.
         path: destination ``.npz``.
         sparse: store ``x`` as CSR parts; ``None`` chooses CSR when fewer than 25% of the
             entries are non-zero.
@@ -117,8 +116,9 @@ def save_gad_npz(data: Data, path: str | Path, sparse: bool | None = None) -> Pa
     x = data.x.detach().cpu().to(torch.float32).numpy()
     if sparse is None:
         sparse = np.count_nonzero(x) < 0.25 * x.size
-    arrays = {"edge_index": data.edge_index.cpu().numpy().astype(np.int64),
-              "y": _binary(data.y.cpu(), "y", path).numpy().astype(np.int8)}
+    arrays = {"edge_index": data.edge_index.cpu().numpy().astype(np.int64), "task": np.array("gad")}
+    if getattr(data, "y", None) is not None:
+        arrays["y"] = _binary(data.y.cpu(), "y", path).numpy().astype(np.int8)
     if sparse:
         csr = sp.csr_matrix(x)
         arrays.update(x_data=csr.data.astype(np.float32), x_indices=csr.indices.astype(np.int32),
@@ -172,14 +172,8 @@ def read_mat(path: str | Path) -> Data:
                      pick("str_anomaly_label"), pick("attr_anomaly_label"))
 
 
-def read_pt(path: str | Path) -> Data:
-    """Read a torch file holding a dict of tensors ``{"x", "edge_index", "y"}``.
-
-    ``y`` may be pygod's bit code (0 normal, 1 contextual, 2 structural, 3 both): then
-    ``y_attr = y & 1``, ``y_struct = (y >> 1) & 1`` and ``y = y > 0``. The file is read with
-    ``torch.load(weights_only=True)``; a pickled ``Data`` object (pygod's own ``.pt`` files) is
-    refused rather than unpickled, because unpickling can run arbitrary code.
-    """
+def load_tensor_dict(path: str | Path) -> dict:
+    """A torch file holding a dict of tensors, read with ``torch.load(weights_only=True)`` (never unpickled)."""
     path = Path(path)
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
@@ -193,48 +187,36 @@ def read_pt(path: str | Path) -> Data:
     except (RuntimeError, EOFError, zipfile.BadZipFile) as err:
         raise ValueError(f"cannot read {path} as a torch file: {err}") from None
     if not isinstance(obj, dict):
-        raise TypeError(f"{path} holds a {type(obj).__name__}; expected a dict with keys 'x', 'edge_index', 'y'")
-    missing = [k for k in ("x", "edge_index", "y") if not isinstance(obj.get(k), Tensor)]
+        raise TypeError(f"{path} holds a {type(obj).__name__}; expected a dict with keys 'x', 'edge_index' "
+                        "(and optionally 'y')")
+    missing = [k for k in ("x", "edge_index") if not isinstance(obj.get(k), Tensor)]
     if missing:
         raise ValueError(f"{path}: missing tensor(s) {missing} (the file has keys {sorted(obj)})")
-    x = obj["x"].to_dense() if obj["x"].layout != torch.strided else obj["x"]
-    y = obj["y"].reshape(-1)
-    y_struct = y_attr = None
-    if not y.is_floating_point() and y.numel() and int(y.max()) > 1:
-        if int(y.min()) < 0 or int(y.max()) > 3:
-            raise ValueError(f"{path}: y must be 0/1 or pygod's bit code 0..3, found {int(y.min())}..{int(y.max())}")
-        y = y.long()
-        y_attr, y_struct = (y & 1), (y >> 1) & 1
-    y = (y > 0).long()
-    return _gad_data(x.float().numpy(), obj["edge_index"].numpy(), y.numpy(), path, y_struct, y_attr)
+    if obj.get("y") is not None and not isinstance(obj["y"], Tensor):
+        raise TypeError(f"{path}: 'y' must be a tensor, got {type(obj['y']).__name__}")
+    return obj
 
 
-def read_graph_file(path: str | Path, task: str | None = None, split: int = 0) -> Data:
-    """Read a graph file by format (``.npz`` uniform GAD or Yandex, ``.mat``, ``.pt``).
+def read_pt(path: str | Path, obj: dict | None = None) -> Data:
+    """Read a torch file holding a dict of tensors ``{"x", "edge_index"}`` and optionally ``"y"``.
 
-    A Yandex npz gives a node-classification graph (masks row ``split``, default 0) unless
-    ``task="gad"``, where its binary label becomes the anomaly label.
+    ``y`` may be pygod's bit code (0 normal, 1 contextual, 2 structural, 3 both): then
+    ``y_attr = y & 1``, ``y_struct = (y >> 1) & 1`` and ``y = y > 0``. The file is read with
+    ``torch.load(weights_only=True)``; a pickled ``Data`` object (pygod's own ``.pt`` files) is
+    refused rather than unpickled, because unpickling can run arbitrary code.
     """
-    from omnigraph.datasets.yandex import load_yandex_npz
-
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such graph file: {path}")
-    suffix = path.suffix.lower()
-    if suffix == ".npz":
-        keys = npz_keys(path)
-        if all(k in keys for k in YANDEX_KEYS):
-            data = load_yandex_npz(path, split=0 if task == "gad" else split)
-            if task == "gad":
-                return Data(x=data.x, edge_index=_clean_edges(data.edge_index, data.num_nodes, path),
-                            y=_binary(data.y, "node_labels", path), num_nodes=data.num_nodes)
-            return data
-        if "edge_index" in keys or "x" in keys or "x_data" in keys:
-            return read_gad_npz(path)
-        raise ValueError(f"{path}: unrecognised npz keys {sorted(keys)}; expected the uniform GAD format "
-                         f"(x or {list(_CSR_KEYS)}, edge_index, y) or a Yandex npz ({list(YANDEX_KEYS)}, masks)")
-    if suffix == ".mat":
-        return read_mat(path)
-    if suffix == ".pt":
-        return read_pt(path)
-    raise ValueError(f"{path}: unsupported graph file type {suffix!r}; expected one of {GRAPH_SUFFIXES}")
+    obj = load_tensor_dict(path) if obj is None else obj
+    x = obj["x"].to_dense() if obj["x"].layout != torch.strided else obj["x"]
+    y = obj.get("y")
+    y_struct = y_attr = None
+    if y is not None:
+        y = y.reshape(-1)
+        if not y.is_floating_point() and y.numel() and int(y.max()) > 1:
+            if int(y.min()) < 0 or int(y.max()) > 3:
+                raise ValueError(f"{path}: y must be 0/1 or pygod's bit code 0..3, found "
+                                 f"{int(y.min())}..{int(y.max())}")
+            y = y.long()
+            y_attr, y_struct = (y & 1), (y >> 1) & 1
+        y = (y > 0).long().numpy()
+    return _gad_data(x.float().numpy(), obj["edge_index"].numpy(), y, path, y_struct, y_attr)

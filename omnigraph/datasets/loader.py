@@ -10,17 +10,12 @@ from pathlib import Path
 import torch
 from torch_geometric.data import Data
 
+from omnigraph._npz import npz_keys
 from omnigraph.datasets import _store
 from omnigraph.datasets._store import DatasetNotAvailableError
+from omnigraph.datasets.files import read_graph_file
 from omnigraph.datasets.flags import attach_preprocess_flags
-from omnigraph.datasets.gad import (
-    GRAPH_SUFFIXES,
-    YANDEX_KEYS,
-    npz_keys,
-    read_gad_npz,
-    read_graph_file,
-    save_gad_npz,
-)
+from omnigraph.datasets.gad import GRAPH_SUFFIXES, YANDEX_KEYS, read_gad_npz, save_gad_npz
 from omnigraph.datasets.registry import get_entry, list_datasets
 from omnigraph.datasets.splits import cached_random_split, parse_split, random_split, select_masks
 from omnigraph.validation import check_graph
@@ -41,7 +36,8 @@ def _is_path(name) -> bool:
 
 def load_dataset(name: str | os.PathLike, split: int | str | None = None, root: str | os.PathLike | None = None,
                  seed: int = 0, *, data_root: str | os.PathLike | Iterable | None = None,
-                 offline: bool | None = None, verify: bool = True, injection_seed: int | None = None) -> Data:
+                 offline: bool | None = None, verify: bool = True, injection_seed: int | None = None,
+                 task: str | None = None) -> Data:
     r"""Load a catalogued dataset, or a graph file, as a :class:`~torch_geometric.data.Data`.
 
     **Names.** Lookup is case-insensitive and ignores ``-``, ``_``, ``.`` and spaces.
@@ -53,8 +49,11 @@ def load_dataset(name: str | os.PathLike, split: int | str | None = None, root: 
     differ the name says which: ``"cornell"`` is the Yandex npz (RGVT), ``"cornell_geomgcn"`` the
     PyG WebKB graph (GraphAny); ``"chameleon"`` is PyG's geom-gcn graph (GraphAny),
     ``"chameleon_filtered"`` the Yandex filtered one (RGVT). ``omnigraph.list_datasets()`` and
-    ``omnigraph datasets list`` show every name. A path ending in ``.npz`` (uniform GAD or
-    Yandex format), ``.mat`` (ARC) or ``.pt`` (dict of tensors) is read directly.
+    ``omnigraph datasets list`` show every name. A path ending in ``.npz`` (uniform or Yandex
+    format), ``.mat`` (ARC) or ``.pt`` (dict of tensors) is read directly; a uniform ``.npz`` or a
+    ``.pt`` must say its task, in a ``"task"`` entry or through ``task=`` (never guessed; see
+    ``omnigraph.datasets.files``). In a node-classification file ``y`` (``-1`` = unlabelled) and
+    the masks are optional and kept; in an anomaly-detection file ``y`` is optional.
 
     **Data.** Files are looked up in the offline mirrors (``data_root``, else ``OMNIGRAPH_DATA``;
     first root that has them), checked against the catalogue's sha256 and copied into the
@@ -78,6 +77,8 @@ def load_dataset(name: str | os.PathLike, split: int | str | None = None, root: 
         verify: check mirror files against the catalogue's sha256 when copying them.
         injection_seed: seed of the anomaly injection for ``*_inj`` graphs (default: the
             catalogue's, 0). Kept apart from ``seed`` so trial seeds never change the graph.
+        task: ``"nc"`` or ``"gad"``: the task a graph file holds (required for uniform ``.npz`` /
+            ``.pt`` files without a ``"task"`` entry); for a catalogue name, checked against it.
 
     Returns:
         ``Data`` with float32 dense ``x`` ``[N, F]``, ``edge_index`` ``[2, E]``, ``y`` ``[N]``
@@ -96,9 +97,14 @@ def load_dataset(name: str | os.PathLike, split: int | str | None = None, root: 
     """
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an int (the random split's random_state), got {type(seed).__name__}")
+    if task is not None and task not in ("nc", "gad"):
+        raise ValueError(f"task must be 'nc' (node classification) or 'gad' (anomaly detection), got {task!r}")
     if _is_path(name):
-        return _load_path(Path(name), split, int(seed))
+        return _load_path(Path(name), split, int(seed), task)
     entry = get_entry(name)
+    if task is not None and task != entry["task"]:
+        raise ValueError(f"{entry['name']} is a {'node-classification' if entry['task'] == 'nc' else 'anomaly-detection'}"
+                         f" dataset (task {entry['task']!r}), not {task!r}")
     cache = _store.resolve_cache(root)
     ctx = {"cache": cache, "roots": _store.mirror_roots(data_root), "offline": _offline(offline), "verify": verify}
     if entry["task"] == "gad":
@@ -132,10 +138,10 @@ def _split_label(protocol: str, index: int | None, seed: int) -> str:
 
 
 # ------------------------------------------------------------------------------------------ files
-def _load_path(path: Path, split, seed: int) -> Data:
+def _load_path(path: Path, split, seed: int, task: str | None = None) -> Data:
     if not path.is_file():
         raise FileNotFoundError(f"no such graph file: {path}")
-    if path.suffix.lower() == ".npz" and all(k in npz_keys(path) for k in YANDEX_KEYS):
+    if path.suffix.lower() == ".npz" and all(k in npz_keys(path) for k in YANDEX_KEYS) and task != "gad":
         import numpy as np
 
         with np.load(path, allow_pickle=False) as f:
@@ -147,10 +153,21 @@ def _load_path(path: Path, split, seed: int) -> Data:
             data.train_mask, data.val_mask, data.test_mask = random_split(data.y, seed=seed).values()
         data.name, data.task, data.split = path.stem, "nc", _split_label(protocol, index, seed)
     else:
-        if split is not None:
+        if task == "gad" and split is not None:
             raise ValueError(f"{path.name} is an anomaly-detection graph file: it has no split (got split={split!r})")
-        data = read_graph_file(path)
-        data.name, data.task = path.stem, "gad"
+        data = read_graph_file(path, task=task)
+        if data.task == "gad" and split is not None:
+            raise ValueError(f"{path.name} is an anomaly-detection graph file: it has no split (got split={split!r})")
+        if data.task == "nc" and split is not None:
+            if split != "random":
+                raise ValueError(f"{path.name}: a node-classification file keeps its own masks; the only split that "
+                                 f"can be asked for is 'random' (got split={split!r})")
+            labelled = data.y >= 0 if getattr(data, "y", None) is not None else None
+            if labelled is None:
+                raise ValueError(f"{path.name} has no labels (y): a random split needs them")
+            data.train_mask, data.val_mask, data.test_mask = random_split(data.y, seed=seed).values()
+            data.split = _split_label("random", None, seed)
+        data.name = path.stem
     data.fidelity = "file"
     check_graph(data)
     return data

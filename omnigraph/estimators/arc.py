@@ -18,6 +18,7 @@ target's scores.
 """
 from __future__ import annotations
 
+import copy
 import os
 
 import torch
@@ -45,6 +46,8 @@ class ARC(GeneralistDetector):
         devices, strategy, accelerator, out_dir: passed to :func:`~omnigraph.training.arc.pretrain_arc`.
         max_queries: cap on anomalous queries per training episode (``None`` = all, as ARC).
         chunk_size: encode at most this many nodes at once when scoring.
+        model: an :class:`ARCModel` to score with (what :meth:`from_pretrained` passes); ``fit``
+            trains a copy of it further instead of a fresh one. Never modified.
     """
 
     uses_normal = True
@@ -56,16 +59,21 @@ class ARC(GeneralistDetector):
                  act: str = "elu", dropout: float = 0.0, row_normalize: bool | None = None,
                  self_loops: bool | None = None, devices: int | str | list = 1, strategy: str = "auto",
                  accelerator: str = "cpu", out_dir: str | os.PathLike | None = None, max_queries: int | None = None,
-                 chunk_size: int = 16384):
+                 chunk_size: int = 16384, model: ARCModel | None = None):
         super().__init__(contamination=contamination, seed=seed, verbose=verbose)
-        self.device = torch.device(device or "cpu")
+        self.device = device
         self.epochs, self.lr, self.weight_decay, self.num_context = epochs, lr, weight_decay, num_context
         self.d, self.hidden_channels, self.num_layers, self.num_hops = d, hidden_channels, num_layers, num_hops
         self.act, self.dropout = act, dropout
         self.row_normalize, self.self_loops = row_normalize, self_loops
         self.devices, self.strategy, self.accelerator, self.out_dir = devices, strategy, accelerator, out_dir
         self.max_queries, self.chunk_size = max_queries, chunk_size
-        self.model_: ARCModel | None = None
+        self.model = model
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.model is not None and not isinstance(self.model, ARCModel):
+            raise TypeError(f"model must be an ARCModel, got {type(self.model).__name__}")
 
     # -- checkpoints ---------------------------------------------------------------------
     @classmethod
@@ -86,29 +94,32 @@ class ARC(GeneralistDetector):
 
         from omnigraph.training.arc import pretrain_arc
 
+        self._check_params()
         if isinstance(graphs, Data):
             graphs = [graphs]
             label = None if label is None else [label]
         check_sources(graphs, label)
+        start = None if self.model is None else copy.deepcopy(self.model)
         self.model_ = pretrain_arc(
             graphs, epochs=self.epochs, seed=self.seed, devices=self.devices, strategy=self.strategy,
             accelerator=self.accelerator, out_dir=self.out_dir, lr=self.lr, weight_decay=self.weight_decay,
             num_context=self.num_context, d=self.d, hidden_channels=self.hidden_channels,
             num_layers=self.num_layers, num_hops=self.num_hops, act=self.act, dropout=self.dropout,
             row_normalize=self.row_normalize, self_loops=self.self_loops, label=label,
-            max_queries=self.max_queries, progress_bar=self.verbose > 0)
+            max_queries=self.max_queries, progress_bar=self.verbose > 0, model=start)
         return self
 
     @torch.no_grad()
     def embed(self, data) -> Tensor:
         """ARC's residual embeddings ``H`` ``[N, num_hops * hidden_channels]`` of a (raw) graph."""
-        model = self._fitted_model().to(self.device).eval()
+        device = self._device()
+        model = self._fitted_model().to(device).eval()
         feats = arc_features(data.x, data.edge_index, d=model.in_channels, num_hops=model.num_hops,
                              row_normalize=graph_flag(data, "row_normalize", self.row_normalize, False),
                              self_loops=graph_flag(data, "self_loops", self.self_loops, True))
-        return model.encode(feats.to(self.device), chunk_size=self.chunk_size)
+        return model.encode(feats.to(device), chunk_size=self.chunk_size)
 
     @torch.no_grad()
     def _score(self, data, support_normal: Tensor, support_anomaly: Tensor) -> Tensor:
         h = self.embed(data)
-        return self.model_.score(h, h[support_normal.to(h.device)]).cpu()
+        return self._fitted_model().score(h, h[support_normal.to(h.device)]).cpu()

@@ -14,21 +14,20 @@ import copy
 
 import torch
 import torch.nn.functional as F
+from sklearn.base import BaseEstimator
 from torch import Tensor
 from torch_geometric.nn.models import GCN, MLP
 
 from omnigraph.ops import simple_undirected
-from omnigraph.validation import check_graph, check_node_labels
+from omnigraph.validation import check_class_ids, check_graph, check_node_labels
 
 
-class SupervisedBaseline:
+class SupervisedBaseline(BaseEstimator):
     """``kind="mlp"`` or ``"gcn"`` trained on ``data.train_mask``, selected on ``data.val_mask``."""
 
     def __init__(self, kind: str = "gcn", hidden: int = 64, num_layers: int = 2, dropout: float = 0.5,
                  lr: float = 0.01, weight_decay: float = 5e-4, max_epochs: int = 500, patience: int = 100,
                  seed: int = 0):
-        if kind not in ("mlp", "gcn"):
-            raise ValueError(f"kind must be 'mlp' or 'gcn', got {kind!r}")
         self.kind, self.hidden, self.num_layers, self.dropout = kind, hidden, num_layers, dropout
         self.lr, self.weight_decay, self.max_epochs, self.patience, self.seed = (
             lr, weight_decay, max_epochs, patience, seed)
@@ -45,17 +44,20 @@ class SupervisedBaseline:
         return self._cached_edges
 
     def fit(self, data) -> SupervisedBaseline:
+        if self.kind not in ("mlp", "gcn"):
+            raise ValueError(f"kind must be 'mlp' or 'gcn', got {self.kind!r}")
         check_graph(data)
         train, val = check_node_labels(data)
         y = data.y
-        self.num_classes_ = int(y[train | val].max()) + 1
+        self.n_classes_ = check_class_ids(y[train | val], "data.y[train_mask | val_mask]")
+        self.classes_ = torch.arange(self.n_classes_)
         torch.manual_seed(self.seed)
         f_in = data.x.size(1)
         if self.kind == "mlp":
-            self.model_ = MLP(in_channels=f_in, hidden_channels=self.hidden, out_channels=self.num_classes_,
+            self.model_ = MLP(in_channels=f_in, hidden_channels=self.hidden, out_channels=self.n_classes_,
                               num_layers=self.num_layers, dropout=self.dropout, norm=None)
         else:
-            self.model_ = GCN(in_channels=f_in, hidden_channels=self.hidden, out_channels=self.num_classes_,
+            self.model_ = GCN(in_channels=f_in, hidden_channels=self.hidden, out_channels=self.n_classes_,
                               num_layers=self.num_layers, dropout=self.dropout)
         opt = torch.optim.Adam(self.model_.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         best, best_state, wait = -1.0, None, 0

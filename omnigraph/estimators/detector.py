@@ -15,6 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from torch import Tensor
 
 from omnigraph.validation import check_anomaly_labels, check_graph, check_shots, check_support
@@ -72,8 +73,14 @@ def check_sources(graphs, label=None) -> None:
         check_anomaly_labels(y, data.num_nodes, f"label[{i}]" if label is not None else f"source graph {i}: data.y")
 
 
-class GeneralistDetector:
+class GeneralistDetector(BaseEstimator):
     """Base class: ``fit`` on source graphs, ``decision_function``/``predict`` on a target.
+
+    A scikit-learn estimator: ``__init__`` only stores its arguments (checked by ``fit`` and
+    ``decision_function``), so ``get_params``/``set_params`` and ``sklearn.base.clone`` work.
+    ``predict`` and ``decision_function`` take pygod's arguments in pygod's order; the supports a
+    generalist detector reads from the *target* (pygod's detectors have none: they train on the
+    target itself) come after them, keyword-only.
 
     Args:
         contamination: expected anomaly fraction; ``threshold_`` is the ``(1 - contamination)``
@@ -89,11 +96,17 @@ class GeneralistDetector:
     accepts_anomaly: ClassVar[bool] = False
 
     def __init__(self, contamination: float = 0.1, seed: int = 0, verbose: int = 0):
-        if not 0.0 < contamination < 0.5:
-            raise ValueError(f"contamination must be in (0, 0.5), got {contamination}")
         self.contamination = contamination
         self.seed = seed
         self.verbose = verbose
+
+    def _check_params(self) -> None:
+        """Validate the constructor arguments (run by ``fit`` and ``decision_function``)."""
+        c = self.contamination
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0.0 < c < 0.5:
+            raise ValueError(f"contamination must be a number in (0, 0.5), got {c!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise TypeError(f"seed must be an int, got {self.seed!r}")
 
     # -- subclass hooks ------------------------------------------------------------------
     def fit(self, graphs, label=None):  # pragma: no cover - abstract
@@ -109,8 +122,7 @@ class GeneralistDetector:
         clash = sorted(k for k in arch if k in kwargs and kwargs[k] != arch[k])
         if clash:
             raise ValueError(f"{clash} differ from the checkpoint's architecture settings {arch}; drop them")
-        est = cls(**{**arch, **kwargs})
-        est.model_ = model.eval()
+        est = cls(**{**arch, **kwargs}, model=model.eval())
         est.card_ = getattr(model, "card_", {})
         return est
 
@@ -118,13 +130,20 @@ class GeneralistDetector:
         return self._fitted_model().save_pretrained(directory, card=card)
 
     def _fitted_model(self):
-        if getattr(self, "model_", None) is None:
+        """The model that scores: the one ``fit`` trained, else the ``model`` passed in (a checkpoint)."""
+        model = getattr(self, "model_", None)
+        if model is None:
+            model = getattr(self, "model", None)
+        if model is None:
             from sklearn.exceptions import NotFittedError
 
             name = type(self).__name__
             raise NotFittedError(f"this {name} detector is not fitted: call fit([source graphs]) or "
                                  f"{name}.from_pretrained(...) first")
-        return self.model_
+        return model
+
+    def _device(self) -> torch.device:
+        return torch.device(getattr(self, "device", None) or "cpu")
 
     # -- shared logic --------------------------------------------------------------------
     def regime(self, support_normal: Tensor, support_anomaly: Tensor) -> str:
@@ -159,10 +178,27 @@ class GeneralistDetector:
             sa = sa[:0]
         return sn, sa
 
-    def decision_function(self, data, support_normal=None, support_anomaly=None, **shots) -> Tensor:
-        """Anomaly scores ``[N]`` for every node of ``data``; higher means more anomalous."""
+    def decision_function(self, data, label=None, *, support_normal=None, support_anomaly=None,
+                          shots_normal=None, shots_anomaly=None, seed=None) -> Tensor:
+        """Anomaly scores ``[N]`` for every node of ``data``; higher means more anomalous.
+
+        Args:
+            data: the target graph.
+            label: optional ground truth ``[N]`` (1 = anomaly), as in pygod: never read for scoring;
+                with ``verbose > 0`` the AUROC outside the support is printed.
+            support_normal, support_anomaly: labelled target nodes (ids or boolean masks).
+            shots_normal, shots_anomaly, seed: or draw that many of each from ``data.y`` (a benchmark
+                choice: ``seed`` defaults to the detector's).
+        """
+        self._check_params()
         check_graph(data)
+        shots = {k: v for k, v in (("shots_normal", shots_normal), ("shots_anomaly", shots_anomaly))
+                 if v is not None}
+        if shots:
+            shots["seed"] = seed
         sn, sa = self.resolve_support(data, support_normal, support_anomaly, **shots)
+        if label is not None:
+            label = check_anomaly_labels(label, data.num_nodes, "label")
         score = self._score(data, sn, sa).detach().float().cpu()
         if score.shape != (data.num_nodes,):
             raise RuntimeError(f"{type(self).__name__} returned scores of shape {list(score.shape)}")
@@ -174,13 +210,26 @@ class GeneralistDetector:
         self.decision_score_ = score
         self.threshold_ = float(torch.quantile(score, 1.0 - self.contamination))
         self.label_ = (score > self.threshold_).long()
+        if label is not None and self.verbose > 0:
+            from sklearn.metrics import roc_auc_score
+
+            keep = torch.ones(data.num_nodes, dtype=torch.bool)
+            keep[torch.cat([sn, sa])] = False
+            y = label[keep]
+            if 0 < int(y.sum()) < y.numel():
+                print(f"{type(self).__name__} [{self.regime_}]: AUROC {roc_auc_score(y.numpy(), score[keep].numpy()):.4f} "
+                      "outside the support")
         return score
 
-    def predict(self, data, support_normal=None, support_anomaly=None, return_pred: bool = True,
-                return_score: bool = False, return_prob: bool = False, prob_method: str = "linear",
-                return_conf: bool = False, **shots):
-        """pygod's flags and order: returns the requested of ``(pred, score, prob, conf)``."""
-        score = self.decision_function(data, support_normal, support_anomaly, **shots)
+    def predict(self, data, label=None, return_pred: bool = True, return_score: bool = False,
+                return_prob: bool = False, prob_method: str = "linear", return_conf: bool = False, *,
+                support_normal=None, support_anomaly=None, shots_normal=None, shots_anomaly=None, seed=None):
+        """pygod's arguments, order and return flags: the requested of ``(pred, score, prob, conf)``.
+
+        The supports (see :meth:`decision_function`) are keyword-only, after pygod's arguments, so
+        a positional pygod call means the same here."""
+        score = self.decision_function(data, label, support_normal=support_normal, support_anomaly=support_anomaly,
+                                       shots_normal=shots_normal, shots_anomaly=shots_anomaly, seed=seed)
         out = []
         if return_pred:
             out.append(self.label_)

@@ -82,7 +82,7 @@ def clear_fingerprint_cache() -> None:
     _CACHE.clear()
 
 
-def graph_fingerprint(data, sim_scale: str = "edges", ties: str = "ordinal", row_normalize: bool | None = None,
+def graph_fingerprint(data, sim_scale: str = "edges", ties: str = "average", row_normalize: bool | None = None,
                       self_loops: bool | None = None, cache: bool = True) -> Tensor:
     """The ranked fingerprint ``[N, 5]`` of ``data`` with its per-graph preprocessing flags resolved."""
     rn = preprocess_flag(data, "row_normalize", row_normalize, False)
@@ -111,31 +111,44 @@ class FingerprintDetector(GeneralistDetector):
     """
 
     def __init__(self, column: str | None = None, sign: int | None = None, contamination: float = 0.1,
-                 seed: int = 0, verbose: int = 0, sim_scale: str = "edges", ties: str = "ordinal",
+                 seed: int = 0, verbose: int = 0, sim_scale: str = "edges", ties: str = "average",
                  row_normalize: bool | None = None, self_loops: bool | None = None):
         super().__init__(contamination=contamination, seed=seed, verbose=verbose)
-        self.column = None if column is None else COLUMNS[column_index(column)]
-        if sign not in (None, 1, -1):
-            raise ValueError(f"sign must be None, 1 or -1, got {sign!r}")
-        if sign is not None and column is None:
-            raise ValueError("sign only applies to a single fingerprint column (column=...)")
-        self.sign = sign
+        self.column, self.sign = column, sign
         self.sim_scale, self.ties = sim_scale, ties
         self.row_normalize, self.self_loops = row_normalize, self_loops
-        # which supports this configuration reads (instance-level overrides of the class flags)
-        if self.column is None:
-            self.uses_normal, self.uses_anomaly, self.accepts_anomaly = True, False, True
-        elif sign is None:
-            self.uses_normal, self.uses_anomaly, self.accepts_anomaly = True, True, True
-        else:
-            self.uses_normal, self.uses_anomaly, self.accepts_anomaly = False, False, False
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        self._column()
+        if self.sign not in (None, 1, -1):
+            raise ValueError(f"sign must be None, 1 or -1, got {self.sign!r}")
+        if self.sign is not None and self.column is None:
+            raise ValueError("sign only applies to a single fingerprint column (column=...)")
+
+    def _column(self) -> str | None:
+        return None if self.column is None else COLUMNS[column_index(self.column)]
+
+    # which supports this configuration reads (instance-level, from the current parameters)
+    @property
+    def uses_normal(self) -> bool:
+        return self.column is None or self.sign is None
+
+    @property
+    def uses_anomaly(self) -> bool:
+        return self.column is not None and self.sign is None
+
+    @property
+    def accepts_anomaly(self) -> bool:
+        return self.sign is None
 
     @property
     def name(self) -> str:
-        return "fingerprint" if self.column is None else f"fingerprint:{self.column}"
+        return "fingerprint" if self.column is None else f"fingerprint:{self._column()}"
 
     def fit(self, graphs=None, label=None) -> FingerprintDetector:
-        """Nothing to learn; returns ``self`` (kept for the common detector interface)."""
+        """Nothing to learn; checks the parameters and returns ``self`` (the common detector interface)."""
+        self._check_params()
         return self
 
     def fingerprint(self, data) -> Tensor:
@@ -149,7 +162,7 @@ class FingerprintDetector(GeneralistDetector):
             if support_anomaly.numel():
                 score = score + (unit @ unit[support_anomaly].T).mean(1)
             return score
-        col = p[:, COLUMNS.index(self.column)]
+        col = p[:, COLUMNS.index(self._column())]
         sign = self.sign
         if sign is None:
             sign = 1 if float(col[support_anomaly].mean()) >= float(col[support_normal].mean()) else -1

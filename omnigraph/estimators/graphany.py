@@ -18,15 +18,18 @@ read, so validation/test labels can be absent or garbage.
 """
 from __future__ import annotations
 
+import copy
 import os
 import weakref
 from pathlib import Path
 
 import torch
+from sklearn.base import BaseEstimator
 from torch import Tensor
 
 from omnigraph.models.graphany import GraphAnyModel
 from omnigraph.validation import (
+    check_class_ids,
     check_disjoint,
     check_eval_labels,
     check_graph,
@@ -43,7 +46,7 @@ def _as_mask(mask, num_nodes: int, name: str) -> Tensor:
     return check_mask(mask, num_nodes, name, allow_index=True)
 
 
-class GraphAny:
+class GraphAny(BaseEstimator):
     """Zero-shot node classifier: frozen GraphAny attention + per-graph least squares.
 
     Args:
@@ -73,17 +76,22 @@ class GraphAny:
 
     def __init__(self, model: GraphAnyModel | None = None, *, entropy: float | None = None,
                  num_classes: int | None = None, seed: int = 0, chunk_size: int | None = None):
-        if model is not None and not isinstance(model, GraphAnyModel):
-            raise TypeError(f"model must be a GraphAnyModel, got {type(model).__name__}")
-        if num_classes is not None and int(num_classes) < 1:
-            raise ValueError(f"num_classes must be >= 1, got {num_classes}")
-        self.model = (model if model is not None else GraphAnyModel()).eval()
-        if entropy is not None:
-            self.model.entropy = entropy
-        self.entropy, self.num_classes, self.seed, self.chunk_size = entropy, num_classes, int(seed), chunk_size
-        self.model.channels.chunk_size = chunk_size
-        self.model.distance.chunk_size = chunk_size
+        self.model = model
+        self.entropy, self.num_classes, self.seed, self.chunk_size = entropy, num_classes, seed, chunk_size
         self._cache = None
+
+    def _fitted_model(self) -> GraphAnyModel:
+        """A copy of ``model`` with this estimator's ``entropy`` / ``chunk_size`` (the one passed in is never modified)."""
+        if self.model is not None and not isinstance(self.model, GraphAnyModel):
+            raise TypeError(f"model must be a GraphAnyModel, got {type(self.model).__name__}")
+        if self.num_classes is not None and (isinstance(self.num_classes, bool) or int(self.num_classes) < 1):
+            raise ValueError(f"num_classes must be >= 1, got {self.num_classes}")
+        model = copy.deepcopy(self.model) if self.model is not None else GraphAnyModel()
+        if self.entropy is not None:
+            model.entropy = self.entropy
+        model.channels.chunk_size = self.chunk_size
+        model.distance.chunk_size = self.chunk_size
+        return model.eval()
 
     # -- checkpoints -----------------------------------------------------------------------------
     @classmethod
@@ -105,13 +113,9 @@ class GraphAny:
         """The authors' released weights (``graphany/graph_any_*.npz`` + ``.json``), read in place."""
         return cls(GraphAnyModel.from_reference_npz(path), **kwargs)
 
-    def get_params(self) -> dict:
-        return {"model": self.model, "entropy": self.entropy, "num_classes": self.num_classes, "seed": self.seed,
-                "chunk_size": self.chunk_size}
-
     def save_pretrained(self, directory: str | os.PathLike, card: dict | None = None) -> Path:
         """Save the attention weights and config (the per-graph least squares is not saved)."""
-        return self.model.save_pretrained(directory, card=card)
+        return self._fitted_model().save_pretrained(directory, card=card)
 
     # -- fitting ---------------------------------------------------------------------------------
     def fit(self, data, y=None) -> GraphAny:
@@ -124,6 +128,7 @@ class GraphAny:
         """
         if y is not None:
             raise TypeError("pass labels as data.y (fit(data) reads data.y at training nodes only)")
+        model = self._fitted_model()
         check_graph(data)
         n = data.num_nodes
         train = _as_mask(getattr(data, "train_mask", None), n, "data.train_mask")
@@ -152,15 +157,15 @@ class GraphAny:
                              "which must not be in data.train_mask)")
         check_train_classes(y_train)
         c = int(y_train.max()) + 1
-        if self.num_classes is not None:
-            if self.num_classes < c:
-                raise ValueError(f"num_classes={self.num_classes} but the training labels go up to {c - 1}")
-            c = int(self.num_classes)
+        if self.num_classes is not None and self.num_classes < c:
+            raise ValueError(f"num_classes={self.num_classes} but the training labels go up to {c - 1}")
+        c = check_class_ids(y_train, "data.y[train_mask]", self.num_classes)
         y_ref = torch.full((n,), -1, dtype=torch.long)
         y_ref[train_index] = y_train
 
-        features = self.model.channel_features(data.x.detach().cpu(), data.edge_index.cpu(), n)
-        self.channel_weights_ = self.model.solve(features, y_ref, train_index, c)
+        features = model.channel_features(data.x.detach().cpu(), data.edge_index.cpu(), n)
+        self.model_ = model
+        self.channel_weights_ = model.solve(features, y_ref, train_index, c)
         self.n_classes_ = c
         self.classes_ = torch.arange(c)
         self.n_features_in_ = int(data.x.size(1))
@@ -197,16 +202,12 @@ class GraphAny:
         if data.x.size(1) != self.n_features_in_:
             raise ValueError(f"data.x has {data.x.size(1)} features but this GraphAny was fitted on "
                              f"{self.n_features_in_}; call fit(data) on the new graph first")
+        model = self.model_.eval()
         if features is None:
-            features = self.model.channel_features(data.x.detach().cpu(), data.edge_index.cpu(), data.num_nodes)
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            logits = self.model.channels.apply(features, self.channel_weights_)
-            dist = self.model.distance_features(logits)
-            fused, alpha = self.model.fuse(logits, dist)
-        finally:
-            self.model.train(was_training)
+            features = model.channel_features(data.x.detach().cpu(), data.edge_index.cpu(), data.num_nodes)
+        logits = model.channels.apply(features, self.channel_weights_)
+        dist = model.distance_features(logits)
+        fused, alpha = model.fuse(logits, dist)
         self._cache = {"key": key, "logits": logits, "distance": dist, "fused": fused.cpu(),
                        "attention": alpha.cpu()}
         return self._cache
@@ -246,6 +247,7 @@ class GraphAny:
         return float((self.predict(data)[mask] == y).float().mean())
 
     def __repr__(self) -> str:
-        m = self.model
-        return (f"GraphAny(n_hidden={m.n_hidden}, n_mlp_layer={m.n_mlp_layer}, entropy={m.entropy:g}, "
+        m = self.model if self.model is not None else GraphAnyModel()
+        entropy = m.entropy if self.entropy is None else self.entropy
+        return (f"GraphAny(n_hidden={m.n_hidden}, n_mlp_layer={m.n_mlp_layer}, entropy={entropy:g}, "
                 f"attn_temp={m.attn_temp:g})")

@@ -21,6 +21,7 @@ per-chunk pool). ``threshold_`` is the ``(1 - contamination)`` quantile of the t
 """
 from __future__ import annotations
 
+import copy
 import os
 
 import torch
@@ -53,6 +54,8 @@ class REFIGAD(GeneralistDetector):
         row_normalize, self_loops: override the per-graph preprocessing metadata.
         devices, strategy, accelerator, out_dir: passed to
             :func:`~omnigraph.training.refi_gad.pretrain_refi_gad`.
+        model: a :class:`REFIGADNet` to score with (what :meth:`from_pretrained` passes); ``fit``
+            trains a copy of it further instead of a fresh one. Never modified.
     """
 
     uses_normal = True
@@ -63,14 +66,12 @@ class REFIGAD(GeneralistDetector):
                  num_query_anomaly: int = 50, lr: float = 1e-4, weight_decay: float = 5e-5,
                  pos_weight: float = 4.0, legacy_logit_bce: bool = False, d_model: int = 64, num_heads: int = 4,
                  num_layers: int = 4, ff_dim: int = 128, dropout: float = 0.1, temperature: float = 0.07,
-                 sim_scale: str = "edges", ties: str = "ordinal", snr_pool: str = "global", chunk_size: int = 512,
+                 sim_scale: str = "edges", ties: str = "average", snr_pool: str = "global", chunk_size: int = 512,
                  row_normalize: bool | None = None, self_loops: bool | None = None,
                  devices: int | str | list = 1, strategy: str = "auto", accelerator: str = "cpu",
-                 out_dir: str | os.PathLike | None = None):
+                 out_dir: str | os.PathLike | None = None, model: REFIGADNet | None = None):
         super().__init__(contamination=contamination, seed=seed, verbose=verbose)
-        if snr_pool not in ("global", "batch"):
-            raise ValueError(f"snr_pool must be 'global' or 'batch', got {snr_pool!r}")
-        self.device = torch.device(device or "cpu")
+        self.device = device
         self.epochs, self.episodes_per_graph, self.shots = epochs, episodes_per_graph, shots
         self.num_query_normal, self.num_query_anomaly = num_query_normal, num_query_anomaly
         self.lr, self.weight_decay, self.pos_weight = lr, weight_decay, pos_weight
@@ -81,7 +82,14 @@ class REFIGAD(GeneralistDetector):
         self.snr_pool, self.chunk_size = snr_pool, chunk_size
         self.row_normalize, self.self_loops = row_normalize, self_loops
         self.devices, self.strategy, self.accelerator, self.out_dir = devices, strategy, accelerator, out_dir
-        self.model_: REFIGADNet | None = None
+        self.model = model
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.snr_pool not in ("global", "batch"):
+            raise ValueError(f"snr_pool must be 'global' or 'batch', got {self.snr_pool!r}")
+        if self.model is not None and not isinstance(self.model, REFIGADNet):
+            raise TypeError(f"model must be a REFIGADNet, got {type(self.model).__name__}")
 
     # -- checkpoints ---------------------------------------------------------------------
     @classmethod
@@ -91,7 +99,7 @@ class REFIGAD(GeneralistDetector):
         cfg = model.get_config()
         arch = {k: cfg[k] for k in _ARCH}
         arch.update(sim_scale=model.fingerprint.get("sim_scale", "edges"),
-                    ties=model.fingerprint.get("ties", "ordinal"))
+                    ties=model.fingerprint.get("ties", "average"))
         return cls._wrap_pretrained(model, arch, kwargs)
 
     # -- fit / score ---------------------------------------------------------------------
@@ -104,10 +112,12 @@ class REFIGAD(GeneralistDetector):
 
         from omnigraph.training.refi_gad import pretrain_refi_gad
 
+        self._check_params()
         if isinstance(graphs, (Data, str)):
             graphs = [graphs]
             label = None if label is None else [label]
         check_sources(graphs, label)
+        start = None if self.model is None else copy.deepcopy(self.model)
         self.model_ = pretrain_refi_gad(
             graphs, epochs=self.epochs, episodes_per_graph=self.episodes_per_graph, shots=self.shots,
             num_query_normal=self.num_query_normal, num_query_anomaly=self.num_query_anomaly, lr=self.lr,
@@ -116,20 +126,23 @@ class REFIGAD(GeneralistDetector):
             accelerator=self.accelerator, progress_bar=self.verbose > 0, label=label,
             fingerprint={"sim_scale": self.sim_scale, "ties": self.ties}, row_normalize=self.row_normalize,
             self_loops=self.self_loops, d_model=self.d_model, num_heads=self.num_heads,
-            num_layers=self.num_layers, ff_dim=self.ff_dim, dropout=self.dropout, temperature=self.temperature)
+            num_layers=self.num_layers, ff_dim=self.ff_dim, dropout=self.dropout, temperature=self.temperature,
+            **({} if start is None else {"model": start}))
         return self
 
     def fingerprint(self, data) -> Tensor:
         """The ranked relational fingerprint ``[N, 5]`` the scorer reads (cached for the last graph)."""
-        fp = self._fitted_model().fingerprint if self.model_ is not None else {}
+        fitted = getattr(self, "model_", None) or self.model
+        fp = fitted.fingerprint if fitted is not None else {}
         return graph_fingerprint(data, fp.get("sim_scale", self.sim_scale), fp.get("ties", self.ties),
                                  self.row_normalize, self.self_loops)
 
     @torch.no_grad()
     def _score(self, data, support_normal: Tensor, support_anomaly: Tensor) -> Tensor:
-        model = self._fitted_model().to(self.device).eval()
-        p = self.fingerprint(data).to(self.device)
-        pool = torch.ones(data.num_nodes, dtype=torch.bool, device=self.device)
+        device = self._device()
+        model = self._fitted_model().to(device).eval()
+        p = self.fingerprint(data).to(device)
+        pool = torch.ones(data.num_nodes, dtype=torch.bool, device=device)
         pool[support_normal] = False
         pool[support_anomaly] = False
         score = model.score_nodes(p[support_normal], p[support_anomaly], p, chunk_size=self.chunk_size,

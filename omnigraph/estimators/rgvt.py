@@ -32,6 +32,7 @@ stopping watches a fixed random subset of 2048 validation nodes. The side-by-sid
 """
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -40,11 +41,18 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from sklearn.base import BaseEstimator
 from torch import Tensor
 
 from omnigraph.models.rgvt import RGVTEncoder, RGVTOperators
 from omnigraph.models.rgvt_head import HEAD_KINDS, RGVTHead
-from omnigraph.validation import check_eval_labels, check_graph, check_node_labels, not_fitted
+from omnigraph.validation import (
+    check_class_ids,
+    check_eval_labels,
+    check_graph,
+    check_node_labels,
+    not_fitted,
+)
 
 PROTOCOLS = ("fast", "reference")
 # the head recipe of spec 2.7, shared by both protocols: they differ only in how L is chosen.
@@ -365,11 +373,9 @@ def _labelled(data, device) -> tuple[Tensor, Tensor, Tensor]:
 
 def _num_classes(num_classes: int | None, y_train: Tensor, y_val: Tensor) -> int:
     labelled_max = int(torch.maximum(y_train.max(), y_val.max()))
-    if num_classes is None:
-        return labelled_max + 1
-    if labelled_max >= int(num_classes):
+    if num_classes is not None and labelled_max >= int(num_classes):
         raise ValueError(f"num_classes={num_classes} but the train/val labels go up to {labelled_max}")
-    return int(num_classes)
+    return check_class_ids(torch.cat([y_train, y_val]), "data.y[train_mask | val_mask]", num_classes)
 
 
 def _inference_operators(encoder: RGVTEncoder, data, chunk_size: int | None,
@@ -398,7 +404,7 @@ def adapt(encoder: RGVTEncoder, data, protocol: str = "fast", seeds: Sequence[in
 
 
 # --------------------------------------------------------------------------- estimator
-class RGVT:
+class RGVT(BaseEstimator):
     r"""Zero-shot node classification with a pretrained RGVT encoder (scikit-learn style).
 
     Args:
@@ -418,7 +424,7 @@ class RGVT:
 
     Fitted attributes: ``depth_``, ``head_``, ``val_accuracy_``, ``best_epoch_``, ``epochs_``
     (head-training epochs, all heads), ``depth_scores_`` (depth -> validation accuracy of the
-    selection criterion), ``depth_results_``, ``num_classes_``, ``n_features_in_``,
+    selection criterion), ``depth_results_``, ``n_classes_``, ``classes_``, ``n_features_in_``,
     ``fit_seconds_``.
 
     Memory: besides X and the two operators (one shared int32 CSR pattern), ``fit`` holds the
@@ -441,29 +447,43 @@ class RGVT:
                  weight_decay: float = 0.0, max_epochs: int = 2500, patience: int | None = None,
                  num_classes: int | None = None, seed: int = 0, chunk_size: int | None = None,
                  device: str | torch.device | None = None):
-        if encoder is None:
-            encoder = RGVTEncoder()  # untrained: for tests and ablations; use from_pretrained
-        if not isinstance(encoder, RGVTEncoder):
-            raise TypeError(f"encoder must be an RGVTEncoder, got {type(encoder).__name__}")
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
-        if head not in HEAD_KINDS:
-            raise ValueError(f"head must be one of {HEAD_KINDS}, got {head!r}")
-        depths = tuple(int(d) for d in depths)
+        self.encoder = encoder
+        self.protocol, self.head, self.hidden_channels, self.depths = protocol, head, hidden_channels, depths
+        self.lr, self.weight_decay, self.max_epochs, self.patience = lr, weight_decay, max_epochs, patience
+        self.num_classes, self.seed, self.chunk_size, self.device = num_classes, seed, chunk_size, device
+        self._cache: dict[str, Any] = {}
+
+    def _check_params(self) -> tuple[int, ...]:
+        """Validate the constructor arguments (``fit`` runs this); returns the sorted depths."""
+        if self.encoder is not None and not isinstance(self.encoder, RGVTEncoder):
+            raise TypeError(f"encoder must be an RGVTEncoder, got {type(self.encoder).__name__}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+        if self.head not in HEAD_KINDS:
+            raise ValueError(f"head must be one of {HEAD_KINDS}, got {self.head!r}")
+        depths = tuple(int(d) for d in self.depths)
         if not depths or min(depths) < 1 or len(set(depths)) != len(depths):
             raise ValueError(f"depths must be distinct integers >= 1, got {depths}")
-        for name, value in (("max_epochs", max_epochs), ("patience", patience), ("num_classes", num_classes),
-                            ("hidden_channels", hidden_channels)):
+        for name in ("max_epochs", "patience", "num_classes", "hidden_channels"):
+            value = getattr(self, name)
             if value is not None and int(value) < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
-        self.encoder = encoder.eval()
-        self.protocol, self.head, self.hidden_channels = protocol, head, int(hidden_channels)
-        self.depths = tuple(sorted(depths))
-        self.lr, self.weight_decay, self.max_epochs, self.patience = float(lr), float(weight_decay), int(max_epochs), \
-            patience
-        self.num_classes, self.seed, self.chunk_size = num_classes, int(seed), chunk_size
-        self.device = torch.device(device) if device is not None else torch.device("cpu")
-        self._cache: dict[str, Any] = {}
+        return tuple(sorted(depths))
+
+    def _device(self) -> torch.device:
+        return torch.device(self.device) if self.device is not None else torch.device("cpu")
+
+    def _encoder(self) -> RGVTEncoder:
+        """The frozen encoder on ``device``: a copy of ``encoder`` (the one passed in is never modified)."""
+        key = (id(self.encoder), str(self._device()))
+        if getattr(self, "_encoder_key", None) != key:
+            if self.encoder is not None and not isinstance(self.encoder, RGVTEncoder):
+                raise TypeError(f"encoder must be an RGVTEncoder, got {type(self.encoder).__name__}")
+            # untrained when None: for tests and ablations; use from_pretrained
+            enc = copy.deepcopy(self.encoder) if self.encoder is not None else RGVTEncoder()
+            self.encoder_ = enc.to(self._device()).eval().requires_grad_(False)
+            self._encoder_key = key
+        return self.encoder_
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -478,18 +498,12 @@ class RGVT:
 
     def save_pretrained(self, directory: str | Path, card: dict | None = None) -> Path:
         """Save the encoder (heads are refitted per graph and are not saved)."""
-        return self.encoder.save_pretrained(directory, card=card)
-
-    def get_params(self) -> dict[str, Any]:
-        return {"encoder": self.encoder, "protocol": self.protocol, "head": self.head,
-                "hidden_channels": self.hidden_channels, "depths": self.depths, "lr": self.lr,
-                "weight_decay": self.weight_decay, "max_epochs": self.max_epochs, "patience": self.patience,
-                "num_classes": self.num_classes, "seed": self.seed, "chunk_size": self.chunk_size,
-                "device": self.device}
+        return self._encoder().save_pretrained(directory, card=card)
 
     def __repr__(self) -> str:
+        enc = self.encoder.get_config() if isinstance(self.encoder, RGVTEncoder) else self.encoder
         return (f"RGVT(protocol={self.protocol!r}, head={self.head!r}, depths={list(self.depths)}, "
-                f"seed={self.seed}, encoder={self.encoder.get_config()})")
+                f"seed={self.seed}, encoder={enc})")
 
     # ------------------------------------------------------------------ graph cache
     def _graph(self, data) -> dict[str, Any]:
@@ -498,10 +512,12 @@ class RGVT:
         The entry holds references to the tensors it was built from, so their ids cannot be
         recycled while cached; in-place edits bump ``Tensor._version`` and invalidate it.
         """
-        key = (id(data.x), data.x._version, id(data.edge_index), data.edge_index._version, data.num_nodes)
+        encoder, device = self._encoder(), self._device()
+        key = (id(data.x), data.x._version, id(data.edge_index), data.edge_index._version, data.num_nodes,
+               id(encoder), str(device), self.chunk_size)
         if self._cache.get("key") != key:
-            self._cache = {"key": key, "refs": (data.x, data.edge_index), "x": data.x.to(self.device, torch.float32),
-                           "ops": _inference_operators(self.encoder, data, self.chunk_size, self.device),
+            self._cache = {"key": key, "refs": (data.x, data.edge_index), "x": data.x.to(device, torch.float32),
+                           "ops": _inference_operators(encoder, data, self.chunk_size, device),
                            "z": {}}
         return self._cache
 
@@ -509,8 +525,7 @@ class RGVT:
         graph = self._graph(data)
         if depth not in graph["z"]:
             with torch.no_grad():
-                z = self.encoder.to(self.device)(graph["x"], depth=depth, operators=graph["ops"],
-                                                  chunk_size=self.chunk_size)
+                z = self._encoder()(graph["x"], depth=depth, operators=graph["ops"], chunk_size=self.chunk_size)
             graph["z"] = {depth: z}  # one depth at a time: a full [N, F] matrix can be large
         return graph["z"][depth]
 
@@ -524,21 +539,24 @@ class RGVT:
         if y is not None:
             raise TypeError("pass labels as data.y (fit(data) reads data.y at train/val nodes only)")
         start = time.perf_counter()
-        rows, y_train, y_val = _labelled(data, self.device)
+        depths = self._check_params()
+        self._encoder_key = None       # fit reads the encoder as it is now
+        rows, y_train, y_val = _labelled(data, self._device())
         num_classes = _num_classes(self.num_classes, y_train, y_val)
         graph = self._graph(data)
-        full: dict[int, Tensor] | None = {} if len(self.depths) * data.x.numel() * 4 <= self.keep_full_bytes else None
-        reps = labelled_representations(self.encoder.to(self.device), graph["x"], graph["ops"], rows, self.depths,
+        full: dict[int, Tensor] | None = {} if len(depths) * data.x.numel() * 4 <= self.keep_full_bytes else None
+        reps = labelled_representations(self._encoder(), graph["x"], graph["ops"], rows, depths,
                                         self.chunk_size, full)
         (result,) = adapt_representations(
-            reps, y_train.numel(), y_train, y_val, num_classes, self.protocol, (self.seed,), self.head,
-            self.hidden_channels, self.lr, self.weight_decay, self.max_epochs, self.patience)
+            reps, y_train.numel(), y_train, y_val, num_classes, self.protocol, (int(self.seed),), self.head,
+            int(self.hidden_channels), float(self.lr), float(self.weight_decay), int(self.max_epochs), self.patience)
         if full and result.depth in full:
             graph["z"] = {result.depth: full[result.depth]}
         self.depth_, self.head_ = result.depth, result.head.eval().requires_grad_(False)
         self.val_accuracy_, self.best_epoch_, self.epochs_ = result.val_accuracy, result.best_epoch, result.epochs
         self.depth_scores_, self.depth_results_ = result.depth_scores, result.depth_results
-        self.num_classes_, self.n_features_in_ = num_classes, int(data.x.size(1))
+        self.n_classes_, self.n_features_in_ = num_classes, int(data.x.size(1))
+        self.classes_ = torch.arange(num_classes)
         self.train_labels_ = torch.unique(y_train).cpu()  # classes seen in training (for score's warning)
         self.fit_seconds_ = time.perf_counter() - start
         return self
@@ -574,9 +592,9 @@ class RGVT:
             # large graph: Z_L is never held whole. The encoder yields it column chunk by column
             # chunk; the head's first layer is accumulated over them when it is narrower than F,
             # else the block's Z_L rows are assembled (see _predict_block).
-            encoder, out = self.encoder.to(self.device), []
+            encoder, out = self._encoder(), []
             for start in range(0, n, block):
-                rows = None if block >= n else torch.arange(start, min(start + block, n), device=self.device)
+                rows = None if block >= n else torch.arange(start, min(start + block, n), device=self._device())
                 args = {"depth": self.depth_, "operators": graph["ops"], "chunk_size": self.chunk_size, "rows": rows}
                 if self.head_.lins[0].out_features < f:
                     out.append(self.head_.forward_chunks(encoder.column_chunks(graph["x"], **args)).cpu())

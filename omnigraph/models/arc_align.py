@@ -102,7 +102,9 @@ class ARCAlign(BaseTransform):
         x = x.detach().float().cpu()
         if row_normalize:
             x = normalize_rows(x)
-        feats = x.numpy()
+        # float64 from here to the sort: in float32 the SVD's rounding (which depends on the row
+        # order) rotates components of nearly equal variance into each other (gad/reddit: 4 of 64)
+        feats = x.double().numpy()
         if feats.shape[1] < self.d:
             # too few columns for a d-dim PCA: lift them to projection_dim random directions first
             with warnings.catch_warnings():  # sklearn warns that this "projection" does not reduce
@@ -111,12 +113,12 @@ class ARCAlign(BaseTransform):
                                                  random_state=self.random_state).fit_transform(feats)
         k = min(self.d, n, feats.shape[1])
         proj = torch.from_numpy(np.ascontiguousarray(
-            PCA(n_components=k, random_state=self.random_state).fit_transform(feats), dtype=np.float32))
+            PCA(n_components=k, random_state=self.random_state).fit_transform(feats), dtype=np.float64))
         edges = simple_undirected(edge_index.cpu(), n, self_loops=False)
         s = smoothness(proj, edges)
         order = torch.sort(s, stable=True).indices  # ascending: smoothest column first
-        self.smoothness_ = s[order]
-        out = proj[:, order]
+        self.smoothness_ = s[order].float()
+        out = proj[:, order].float()
         if k < self.d:
             out = torch.cat([out, out.new_zeros(n, self.d - k)], dim=1)
         return out

@@ -83,27 +83,37 @@ def normalize_rows(x: Tensor) -> Tensor:
     return torch.where(s != 0, x / torch.where(s != 0, s, torch.ones_like(s)), x)
 
 
-def rank_transform(v: Tensor, ties: str = "ordinal", scale: float = 100.0) -> Tensor:
+def rank_transform(v: Tensor, ties: str = "average", scale: float = 100.0, tie_rtol: float = 2.0 ** -16) -> Tensor:
     r"""Within-graph rank of each entry of ``v`` (``[N]`` or ``[N, C]`` column-wise), scaled to ``[0, scale]``.
 
-    ``ties="ordinal"``: 0-based ordinal rank from a **stable** sort (equal values ordered by index);
-    ``ties="average"``: the mean of the tied ordinal ranks (permutation-equivariant).
+    ``ties="average"`` (default): every run of sorted values whose consecutive gaps are at most
+    ``tie_rtol * max|v|`` is one tie group, and each member gets the mean of the group's 0-based ordinal
+    ranks. Float32 statistics of the same node come out a few ulps apart when the nodes are numbered
+    differently (another summation order), so exact equality alone would still rank noise; with the
+    tolerance the result does not depend on node numbering.
+    ``ties="ordinal"``: 0-based ordinal rank from a **stable** sort (equal values ordered by index).
     """
     if ties not in ("ordinal", "average"):
         raise ValueError(f"ties must be 'ordinal' or 'average', got {ties!r}")
     if v.dim() == 2:
-        return torch.stack([rank_transform(c, ties, scale) for c in v.unbind(1)], dim=1)
+        return torch.stack([rank_transform(c, ties, scale, tie_rtol) for c in v.unbind(1)], dim=1)
     n = v.numel()
     denom = max(n - 1, 1)
-    if ties == "average":
-        from scipy.stats import rankdata
-
-        r = torch.from_numpy(rankdata(v.detach().cpu().double().numpy(), method="average") - 1.0)
-        return (r * (scale / denom)).to(v.dtype)
-    order = torch.argsort(v, stable=True)
-    r = torch.empty(n, dtype=torch.long)
-    r[order] = torch.arange(n)
-    return r.to(v.dtype) * (scale / denom)
+    sorted_v, order = torch.sort(v.detach().double(), stable=True)
+    if ties == "average" and n > 0:
+        tol = tie_rtol * float(sorted_v.abs().max())
+        new_group = torch.ones(n, dtype=torch.bool)
+        new_group[1:] = (sorted_v[1:] - sorted_v[:-1]) > tol
+        group = torch.cumsum(new_group, 0) - 1
+        pos = torch.arange(n, dtype=torch.float64)
+        first = torch.zeros(int(group[-1]) + 1, dtype=torch.float64).scatter_reduce_(0, group, pos, "amin", include_self=False)
+        last = torch.zeros_like(first).scatter_reduce_(0, group, pos, "amax", include_self=False)
+        ranks = ((first + last) / 2)[group]
+    else:
+        ranks = torch.arange(n, dtype=torch.float64)
+    r = torch.empty(n, dtype=torch.float64)
+    r[order] = ranks
+    return (r * (scale / denom)).to(v.dtype)
 
 
 def _edge_chunks(num_edges: int, dim: int, budget: int = 1 << 22):
@@ -196,7 +206,7 @@ class RelationalFingerprint:
     columns = COLUMNS
 
     def __init__(self, self_loops: bool | None = None, row_normalize: bool | None = None,
-                 sim_scale: str = "edges", ties: str = "ordinal", rank: bool = True,
+                 sim_scale: str = "edges", ties: str = "average", rank: bool = True,
                  reference: bool = False, max_dense_bytes: int = 1 << 30):
         if sim_scale not in ("edges", "global"):
             raise ValueError(f"sim_scale must be 'edges' or 'global', got {sim_scale!r}")
@@ -282,20 +292,22 @@ class RelationalFingerprint:
         w = to_csr(ei, w_all, n)
         x_bar = x + torch.sparse.mm(w, x)
 
-        # cos as F.normalize does it: a.b / (max(|a|, eps) max(|b|, eps))
-        inv_norm = 1.0 / x_bar.norm(dim=1).clamp_min(1e-12)
-        nd_sum = torch.zeros(n, dtype=x.dtype)
-        np_sum = torch.zeros(n, dtype=x.dtype)
-        for sl in _edge_chunks(row.numel(), x.size(1)):
+        # cos as F.normalize does it: a.b / (max(|a|, eps) max(|b|, eps)). Per-edge terms and their
+        # sums in float64: the mean cosines of a graph often lie within 1e-3 of each other, and
+        # float32 rounding (which depends on the node numbering) would then decide their ranks
+        inv_norm = 1.0 / x_bar.double().norm(dim=1).clamp_min(1e-12)
+        nd_sum = torch.zeros(n, dtype=torch.float64)
+        np_sum = torch.zeros(n, dtype=torch.float64)
+        for sl in _edge_chunks(row.numel(), 2 * x.size(1)):
             r, c = row[sl], col[sl]
-            a, b = x_bar[r], x_bar[c]
+            a, b = x_bar[r].double(), x_bar[c].double()
             cos = (a * b).sum(1) * inv_norm[r] * inv_norm[c]
             dist = (a - b).norm(dim=1)
             for end in (r, c):
                 nd_sum.index_add_(0, end, cos)
                 np_sum.index_add_(0, end, dist)
-        nd = _minmax(nd_sum / (deg + _EPS_DEG))
-        np_ = _minmax(np_sum / (deg + _EPS_DEG))
+        nd = _minmax(nd_sum / (deg.double() + _EPS_DEG)).to(x.dtype)
+        np_ = _minmax(np_sum / (deg.double() + _EPS_DEG)).to(x.dtype)
         lc = self._clustering(triangle_counts(ei, n).to(x.dtype), deg)
         return torch.stack([gd, nd, np_, deg, lc], dim=1)
 

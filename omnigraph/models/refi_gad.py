@@ -99,7 +99,7 @@ class REFIGADNet(nn.Module, PretrainedMixin):
         if attention not in ("structured", "masked"):
             raise ValueError(f"attention must be 'structured' or 'masked', got {attention!r}")
         self.attention = attention
-        self.fingerprint = dict(fingerprint or {"sim_scale": "edges", "ties": "ordinal"})
+        self.fingerprint = dict(fingerprint or {"sim_scale": "edges", "ties": "average"})
         self.embed = nn.Linear(in_dim, d_model)
         layer = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=ff_dim, dropout=dropout,
                                            activation="relu", batch_first=True, norm_first=False)

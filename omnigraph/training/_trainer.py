@@ -70,6 +70,25 @@ class RNGStateCheckpoint(Callback):
             iter(fetcher)
 
 
+def source_names(graphs) -> list[str] | None:
+    """The names of the source graphs for a checkpoint's card: catalogue names or file paths as given,
+    ``data.name`` of loaded graphs; ``None`` when any source is unnamed (benchmarks then refuse the
+    checkpoint unless told otherwise, since they cannot rule out that it saw their targets)."""
+    from torch_geometric.data import Data
+
+    if isinstance(graphs, (Data, str, os.PathLike)):
+        graphs = [graphs]
+    if not isinstance(graphs, (list, tuple)):
+        return None
+    names = []
+    for g in graphs:
+        name = str(g) if isinstance(g, (str, os.PathLike)) else getattr(g, "name", None) if isinstance(g, Data) else None
+        if not isinstance(name, str) or not name:
+            return None
+        names.append(name)
+    return names
+
+
 def resolve_resume(resume_from: str | os.PathLike | None, out_dir: str | os.PathLike | None) -> str | None:
     """The checkpoint file to resume from: ``None`` (fresh run), ``"last"`` (the ``last.ckpt``
     that an earlier run with the same ``out_dir`` wrote) or a path to a ``.ckpt`` file."""

@@ -27,7 +27,7 @@ from torch.utils.data import DataLoader
 
 from omnigraph.datasets.flags import graph_flag
 from omnigraph.models.arc import ARCModel, arc_features
-from omnigraph.training._trainer import fit_lightning, resolve_resume
+from omnigraph.training._trainer import fit_lightning, resolve_resume, source_names
 from omnigraph.validation import check_graph
 
 #: the best-epoch Lightning checkpoint of a run with ``out_dir`` (``last.ckpt``, to resume, is written as well)
@@ -203,6 +203,7 @@ def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | l
             torch.manual_seed(seed)
             model = ARCModel(in_channels=d, hidden_channels=hidden_channels, num_layers=num_layers,
                              num_hops=num_hops, act=act, dropout=dropout)
+    names = source_names(graphs)
     if isinstance(graphs, ARCSources):
         sources = graphs
         if (sources.d, sources.num_hops) != (model.in_channels, model.num_hops):
@@ -223,5 +224,5 @@ def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | l
         model.save_pretrained(Path(out_dir) / "model", card={
             "method": "ARC (Liu et al., NeurIPS 2024)", "epochs": int(epochs), "seed": seed, "lr": lr,
             "weight_decay": weight_decay, "num_context": num_context, "max_queries": max_queries,
-            "num_sources": len(sources.features)})
+            "num_sources": len(sources.features), **({"sources": names} if names else {})})
     return model

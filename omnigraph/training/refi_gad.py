@@ -26,7 +26,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
 from omnigraph.models.refi_gad import REFIGADNet
-from omnigraph.training._trainer import fit_lightning, resolve_resume
+from omnigraph.training._trainer import fit_lightning, resolve_resume, source_names
 
 #: values in effect in the released ``main.py`` (spec §5.7)
 REFI_GAD_DEFAULTS = {"epochs": 100, "episodes_per_graph": 20, "shots": 50, "num_query_normal": 500,
@@ -176,7 +176,7 @@ def source_fingerprints(graphs, fingerprint: dict | None = None, row_normalize: 
         if not bool(((y == 0) | (y == 1)).all()):
             raise ValueError(f"labels of source graph {i} must be binary (0 = normal, 1 = anomaly); for pygod's "
                              "bit-coded labels pass y > 0")
-        fps.append(graph_fingerprint(data, fp_cfg.get("sim_scale", "edges"), fp_cfg.get("ties", "ordinal"),
+        fps.append(graph_fingerprint(data, fp_cfg.get("sim_scale", "edges"), fp_cfg.get("ties", "average"),
                                      row_normalize, self_loops, cache=False))
         labels.append(y.long())
     return fps, labels
@@ -224,12 +224,14 @@ def pretrain_refi_gad(graphs, epochs: int = 100, episodes_per_graph: int = 20, s
     if num_query_normal < 1 or num_query_anomaly < 0:
         raise ValueError("num_query_normal must be >= 1 and num_query_anomaly >= 0")
     resolve_resume(resume_from, out_dir)  # fail before the fingerprints are computed
-    fp_cfg = {"sim_scale": "edges", "ties": "ordinal", **(fingerprint or {})}
+    fp_cfg = {"sim_scale": "edges", "ties": "average", **(fingerprint or {})}
     if model is None:
         with torch.random.fork_rng(devices=[]):  # seed the init without touching the caller's RNG
             torch.manual_seed(seed)
             model = REFIGADNet(fingerprint=fp_cfg, **model_kwargs)
-    if isinstance(graphs, tuple) and len(graphs) == 2 and isinstance(graphs[0], list):
+    prepared = isinstance(graphs, tuple) and len(graphs) == 2 and isinstance(graphs[0], list)
+    names = None if prepared else source_names(graphs)
+    if prepared:
         fps, labels = graphs
     else:
         fps, labels = source_fingerprints(graphs, model.fingerprint, row_normalize, self_loops, label)
@@ -246,7 +248,7 @@ def pretrain_refi_gad(graphs, epochs: int = 100, episodes_per_graph: int = 20, s
         model.save_pretrained(Path(out_dir) / "model", card={
             "method": "REFI-GAD (Liu et al., ICML 2026)", "epochs": int(epochs), "seed": seed,
             "episodes_per_graph": episodes_per_graph, "shots": shots, "lr": lr, "weight_decay": weight_decay,
-            "num_sources": len(fps), **(card or {})})
+            "num_sources": len(fps), **({"sources": names} if names else {}), **(card or {})})
     return model
 
 
