@@ -120,3 +120,27 @@ def test_metric_helpers():
     rows = [{"regime": "r", "model": m, "target": t, "status": "ok", "auroc": v}
             for m, t, v in (("a", "x", 80.0), ("a", "y", 60.0), ("b", "x", 70.0))]
     assert mean_over_targets(rows, "r", "a") == 80.0  # only targets where every model ran
+
+
+def test_benchmark_refuses_a_checkpoint_whose_sources_are_unknown(data_root, tmp_path):
+    """pretrain_arc through the Python API records the sources' names; an unnamed graph leaves them unknown,
+    and the benchmark's leak guard then refuses the checkpoint unless told otherwise."""
+    from gad_helpers import hub_anomaly_graph
+
+    from omnigraph.benchmark.gad import run_benchmark
+    from omnigraph.training.arc import pretrain_arc
+
+    kw = {"epochs": 1, "d": 8, "hidden_channels": 16, "num_layers": 2, "num_context": 5, "progress_bar": False}
+    named = hub_anomaly_graph(seed=0)
+    named.name = "my-source"
+    pretrain_arc(named, out_dir=tmp_path / "named", **kw)
+    card = json.loads((tmp_path / "named" / "model" / "config.json").read_text())["card"]
+    assert card["sources"] == ["my-source"]
+    pretrain_arc(hub_anomaly_graph(seed=1), out_dir=tmp_path / "anon", **kw)
+    assert "sources" not in json.loads((tmp_path / "anon" / "model" / "config.json").read_text())["card"]
+    spec = f"arc={tmp_path / 'anon' / 'model'}"
+    with pytest.raises(ValueError, match="does not say which graphs it was trained on"):
+        run_benchmark(protocol="smoke", models=[spec], regimes=["normal-10"], seeds=[0], log=lambda _: None)
+    out = run_benchmark(protocol="smoke", models=[spec], regimes=["normal-10"], seeds=[0], targets=["gad/cora"],
+                        allow_unknown_sources=True, log=lambda _: None)
+    assert out["rows"] and out["rows"][0]["status"] == "ok"

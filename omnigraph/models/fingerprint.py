@@ -28,7 +28,8 @@ and with :math:`\mathcal{N}(i)` the binary, loop-free neighbourhood, :math:`d_i 
     \mathrm{deg}_i = d_i, \qquad \mathrm{LC}_i = \frac{2 T_i}{d_i (d_i - 1)} \;(0 \text{ if } d_i < 2),
 
 with :math:`T_i` the number of triangles through :math:`i`. Each column is finally replaced by
-its within-graph ordinal rank scaled to :math:`[0, 100]`, :math:`r_i \cdot 100 / (N - 1)`, so the
+its within-graph rank scaled to :math:`[0, 100]`, :math:`r_i \cdot 100 / (N - 1)` (tied values share
+their average rank, so nothing depends on the node numbering), so the
 output ``[N, 5]`` has uniform marginals on every graph.
 
 **Complexity.** The default path never forms an :math:`N \times N` matrix: propagation is sparse
@@ -44,8 +45,8 @@ orientation of the graph (:math:`O(\sum_i d^{+}_i{}^2)` candidate wedges, proces
   costs :math:`O(N^2 d)` time but only :math:`O(\text{block}\cdot N)` memory).
 * ND/NP always use the small-graph (binary-degree) semantics; the release switches to different
   statistics above 40,000 nodes.
-* Ranks use a **stable** sort (ties broken by node id) or ``ties="average"``; the release uses an
-  unstable ``argsort().argsort()``.
+* Ranks average ties (``ties="average"``, default) or use a stable sort (``ties="ordinal"``, ties
+  broken by node id); the release uses an unstable ``argsort().argsort()``, which depends on node order.
 
 ``reference=True`` runs the released dense path (with its unstable ranks) for small graphs, for
 parity checks; it refuses graphs whose dense matrices would exceed ``max_dense_bytes``.
@@ -197,7 +198,8 @@ class RelationalFingerprint:
             T-Finance in the release); ``None`` reads ``data.row_normalize`` (default ``False``).
         sim_scale: ``"edges"`` (min-max of the dot products over the edges; default, ``O(|E| d)``) or
             ``"global"`` (over all N^2 pairs as the released dense path, without storing them).
-        ties: ``"ordinal"`` (stable ordinal ranks) or ``"average"``.
+        ties: ``"average"`` (default: tied values share their mean rank; order-invariant) or
+            ``"ordinal"`` (stable ordinal ranks: ties broken by node id, as earlier releases).
         rank: apply the rank transform (``False`` returns the raw statistics).
         reference: run the released dense O(N^2) path instead (parity checks on small graphs).
         max_dense_bytes: memory guard for ``reference=True``.
