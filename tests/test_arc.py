@@ -286,8 +286,11 @@ def test_decision_function_shapes_and_support_handling(fitted):
     h = fitted.embed(target)
     assert torch.allclose(s, fitted.model_.score(h, h[support]))
     assert fitted.regime_ == "normal-k" and fitted.support_anomaly_.numel() == 0
-    with pytest.raises(ValueError, match="normal support"):
-        fitted.decision_function(target)
+    # zero-shot: no labelled node; random context from the target, averaged over zero_shot_draws draws
+    z = fitted.decision_function(target)
+    assert fitted.regime_ == "zero-shot" and z.shape == (90,) and torch.isfinite(z).all()
+    assert torch.equal(z, fitted.decision_function(target))                      # seeded
+    assert not torch.equal(z, fitted.set_params(seed=fitted.seed + 1).decision_function(target))
 
 
 def test_benchmark_mode_draws_normal_support_from_labels(fitted):

@@ -332,8 +332,6 @@ SUPPORT_CASES = [
      ValueError, r"support_normal is a boolean mask of shape \[29\]"),
     ("overlap", {"support_normal": [1, 2, 6], "support_anomaly": [0, 6]}, ValueError,
      r"node 6 is in both support_normal and support_anomaly"),
-    ("no_anomalous_support", {"support_normal": [1, 2]}, ValueError, r"needs labelled anomalous support"),
-    ("no_normal_support", {"support_anomaly": [0]}, ValueError, r"needs labelled normal support"),
     ("shots_and_ids", {"support_normal": [1], "shots_normal": 2}, ValueError, r"not both"),
     ("shots_normal_too_many", {"shots_normal": N - 5, "shots_anomaly": 1}, ValueError,
      r"shots_normal=25 asks for 25 normal support nodes but the graph has only 25 normal"),
@@ -348,6 +346,12 @@ SUPPORT_CASES = [
 def test_bad_support(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         refi_gad().decision_function(gad_graph(), **kwargs)
+
+
+def test_a_single_fingerprint_column_needs_supports_or_a_sign():
+    with pytest.raises(ValueError, match="needs labelled normal support"):
+        FingerprintDetector(column="degree").decision_function(gad_graph())
+    assert FingerprintDetector(column="degree", sign=1).decision_function(gad_graph()).shape == (N,)
 
 
 def test_shots_need_binary_labels():
@@ -572,7 +576,8 @@ def test_cli_reports_bad_input_cleanly(tmp_path, capsys):
                 "--shots-anomaly", "9", "--seeds", "0"]) == 2
     assert "shots_anomaly=9" in capsys.readouterr().err
     no_anomalies = _gad_npz(tmp_path / "none.npz", y=np.zeros(N, np.int8))
-    assert cli(["detect", "--model", "fingerprint", "--dataset", str(no_anomalies), "--seeds", "0"]) == 2
+    assert cli(["detect", "--model", "fingerprint", "--dataset", str(no_anomalies), "--seeds", "0",
+                "--shots-normal", "5", "--shots-anomaly", "5"]) == 2
     assert "only 0 anomalous nodes" in capsys.readouterr().err
 
 

@@ -21,7 +21,7 @@ from omnigraph.cli import build_parser, main
 def test_detect_fingerprint_on_facebook(data_root, tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main(["detect", "--model", "fingerprint", "--dataset", "facebook", "--seeds", "0,1",
-                 "--json", str(out)]) == 0
+                 "--shots-normal", "10", "--json", str(out)]) == 0
     res = json.loads(out.read_text())
     for key in ("model", "dataset", "regime", "auroc", "auroc_std", "auprc", "auprc_std", "seconds", "seeds", "k",
                 "shots_normal", "shots_anomaly", "support_excluded", "support_included_variant"):
@@ -43,6 +43,15 @@ def test_detect_fingerprint_on_facebook(data_root, tmp_path, capsys):
     assert res["auroc"] == pytest.approx(np.mean(rocs), abs=0.006)
     assert res["auroc_std"] == pytest.approx(np.std(rocs), abs=0.006)  # population std
     assert 50 < res["auroc"] <= 100
+    # without --shots-* or --support-*: zero-shot, says so, reads no label for scoring (metrics only)
+    capsys.readouterr()
+    zero = tmp_path / "z.json"
+    assert main(["detect", "--model", "fingerprint", "--dataset", "facebook", "--json", str(zero)]) == 0
+    res = json.loads(zero.read_text())
+    assert res["regime"] == "zero-shot" and res["support_normal"] == res["support_anomaly"] == 0
+    assert "regime zero-shot: no labelled node was read" in capsys.readouterr().out
+    atyp = (FingerprintDetector().fingerprint(data) - 50).abs().sum(1)
+    assert res["auroc"] == pytest.approx(100 * metrics(data.y, atyp)[0], abs=0.006)
 
 
 def test_detect_include_support_and_errors(data_root, tmp_path):
@@ -74,7 +83,7 @@ def test_pretrain_cli_checkpoint_path_and_smoke_benchmark(data_root, tmp_path):
     assert {r["target"] for r in rows} == {"gad/cora", "gad/facebook"}
     by = {(r["target"], r["regime"], r["model"]): r for r in rows}
     assert by["gad/cora", "normal-10", "fingerprint:degree"]["status"].startswith("n/a")
-    assert by["gad/cora", "normal-10", "mine"]["status"].startswith("n/a")
+    assert by["gad/cora", "normal-10", "mine"]["status"] == "ok"     # refi-gad: pseudo-anomalies (normal-k)
     ok = by["gad/cora", "normal+anomaly-k", "mine"]
     assert ok["status"] == "ok" and ok["k_normal"] == "50" and 0 <= float(ok["auroc"]) <= 100
     assert by["gad/facebook", "normal+anomaly-k", "fingerprint"]["k_anomaly"] == "10"

@@ -218,8 +218,8 @@ def test_detector_scores_predict_flags_and_roundtrip(fitted, tmp_path):
     # pygod's positional order: (data, label, return_pred, return_score, return_prob, prob_method, return_conf)
     p2, s3, prob3 = fitted.predict(target, None, True, True, True, "linear", False, **sup)
     assert torch.equal(p2, pred) and torch.equal(s3, score) and torch.equal(prob3, prob)
-    with pytest.raises(ValueError, match="support_normal="):
-        fitted.predict(target, sn, sa)      # supports are keyword-only: here sn is pygod's label, no support
+    with pytest.raises(ValueError, match=r"label must have shape \[200\]"):
+        fitted.predict(target, sn, sa)      # supports are keyword-only: here sn is pygod's label
     s2, prob2 = fitted.predict(target, return_pred=False, return_score=True, return_prob=True,
                                prob_method="unify", **sup)
     assert torch.equal(s2, score) and prob2.shape == (200,)
@@ -238,8 +238,11 @@ def test_detector_scores_predict_flags_and_roundtrip(fitted, tmp_path):
 
 def test_detector_support_rules(fitted):
     target = _graph(seed=6)
-    with pytest.raises(ValueError, match="anomalous support"):
-        fitted.decision_function(target, support_normal=torch.arange(5))
+    # one support set missing: filled with pseudo-supports from the target (normal-k), never from labels
+    s = fitted.decision_function(target, support_normal=torch.arange(5))
+    assert fitted.regime_ == "normal-k" and torch.isfinite(s).all()
+    assert fitted.pseudo_support_anomaly_.numel() == 20 and not torch.isin(fitted.pseudo_support_anomaly_,
+                                                                            torch.arange(5)).any()
     with pytest.raises(ValueError, match="both"):
         fitted.decision_function(target, support_normal=torch.arange(5), support_anomaly=torch.tensor([4, 190]))
     with pytest.raises(ValueError, match="only 20 anomalous"):

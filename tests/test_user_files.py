@@ -141,8 +141,11 @@ def test_detect_on_an_unlabelled_file_writes_scores_and_no_metric(tmp_path, caps
     del h.y
     path = save_gad_npz(h, tmp_path / "mine.npz")
     out = tmp_path / "s.pt"
-    code = main(["detect", "--model", "refi-gad", "--dataset", str(path), "--out", str(out)])
-    assert code == 2 and "--support-normal" in capsys.readouterr().err and not out.exists()
+    assert main(["detect", "--model", "refi-gad", "--dataset", str(path), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "zero-shot" in printed and "AUROC" not in printed and torch.load(out, weights_only=True)["score"].shape == (200,)
+    assert main(["detect", "--model", "fingerprint:degree", "--dataset", str(path)]) == 2
+    assert "--support-normal" in capsys.readouterr().err
     assert main(["detect", "--model", "refi-gad", "--dataset", str(path), "--support-normal", "0,1,2,3,4,5",
                  "--support-anomaly", ",".join(map(str, anomalies)), "--out", str(out)]) == 0
     printed = capsys.readouterr().out

@@ -51,8 +51,8 @@ def _detect_once(args, det, data, sn, sa) -> int:
     from omnigraph.benchmark.gad import metrics, support_mask
 
     name = args.nodes if args.nodes else args.dataset
-    if sn is None and det.uses_normal:
-        need = " and --support-anomaly IDS (labelled anomalies)" if det.uses_anomaly else ""
+    if sn is None and det.requires_normal:
+        need = " and --support-anomaly IDS (labelled anomalies)" if det.requires_anomaly else ""
         raise ValueError(f"{args.model} scores a graph against labelled nodes of it: pass --support-normal IDS "
                          f"(labelled normal nodes, comma separated or a file with one id per line){need}"
                          + ("" if getattr(data, "y", None) is None else
@@ -72,6 +72,9 @@ def _detect_once(args, det, data, sn, sa) -> int:
         result.update(auroc=round(100 * auroc, 2), auprc=round(100 * auprc, 2))
         line += f"; AUROC {result['auroc']:.2f}  AUPRC {result['auprc']:.2f} (support excluded)"
     print(line + f"  ({result['seconds']:.1f} s)")
+    if det.regime_ == "zero-shot":
+        print("regime zero-shot: no labelled node was read (pass --support-normal/--support-anomaly with your "
+              "labelled nodes, or --shots-normal/--shots-anomaly to draw them from the graph's labels)")
     return emit(args, result, data, _score_columns(det, score, sn, sa), SCORE_COLUMNS)
 
 
@@ -88,10 +91,16 @@ def cmd_detect(args) -> int:
     det.set_params(contamination=args.contamination)
     sn = parse_ids(args.support_normal, data, "--support-normal")
     sa = parse_ids(args.support_anomaly, data, "--support-anomaly")
-    if sn is not None or sa is not None or getattr(data, "y", None) is None:
-        if args.shots_normal is not None or args.shots_anomaly is not None:
+    shots = args.shots_normal is not None or args.shots_anomaly is not None
+    if sn is not None or sa is not None or getattr(data, "y", None) is None or not shots:
+        # the user's labelled nodes, or none (zero-shot); drawing supports from the labels is a benchmark
+        # choice made explicitly with --shots-*
+        if shots and (sn is not None or sa is not None):
             raise ValueError("pass either --support-normal/--support-anomaly (your labelled nodes) or "
                              "--shots-normal/--shots-anomaly (drawn from the graph's labels), not both")
+        if shots:
+            raise ValueError(f"--shots-normal/--shots-anomaly draw supports from the graph's labels, but "
+                             f"{args.dataset or args.nodes} has none (y)")
         return _detect_once(args, det, data, sn, sa)
     k = default_shots(data.y)
     # detectors that read anomalous support default to REFI-GAD's regime, the others to ARC's normal-10
@@ -203,9 +212,11 @@ def register(parsers) -> None:
     p.add_argument("--contamination", type=float, default=0.1,
                    help="share of nodes flagged (the threshold is this quantile of the scores; default 0.1)")
     p.add_argument("--shots-normal", type=int, default=None,
-                   help="labelled normal support nodes (default: k for refi-gad/fingerprint, 10 for arc)")
+                   help="benchmark: draw this many labelled normal nodes from the graph's labels, --seeds times "
+                        "(without --shots-* and --support-*: zero-shot, no label read)")
     p.add_argument("--shots-anomaly", type=int, default=None,
-                   help="labelled anomalous support nodes (default: k = 50, or 10 below 100 anomalies; 0 for arc)")
+                   help="benchmark: draw this many labelled anomalous nodes (default with --shots-normal: k = 50, "
+                        "or 10 below 100 anomalies, for detectors that read them)")
     p.add_argument("--seeds", default="0,1,2,3,4", help="support-draw seeds, comma separated")
     p.add_argument("--include-support", action="store_true",
                    help="evaluate on all nodes, support included (default: support excluded)")

@@ -1,9 +1,10 @@
-r"""ARC as a pygod-shaped generalist detector (regime ``normal-k``).
+r"""ARC as a pygod-shaped generalist detector (regimes ``normal-k`` and ``zero-shot``).
 
 Liu et al., "ARC: A Generalist Graph Anomaly Detector with In-Context Learning", NeurIPS 2024.
 ``fit`` pretrains on labelled source graphs; ``decision_function``/``predict`` score a target
 given a few labelled **normal** nodes (``support_normal``, the in-context samples; ARC uses 10).
-Anomalous support is ignored.
+Anomalous support is ignored. Without any labelled node (``zero-shot``) the context is drawn at
+random from the target, several times (``zero_shot_draws``), and the scores averaged.
 
 Example::
 
@@ -24,7 +25,7 @@ import os
 import torch
 from torch import Tensor
 
-from omnigraph.estimators.detector import GeneralistDetector, check_sources
+from omnigraph.estimators.detector import GeneralistDetector, check_sources, label_free_draw
 from omnigraph.models.arc import ARCModel, arc_features
 from omnigraph.models.arc_align import graph_flag
 
@@ -48,10 +49,15 @@ class ARC(GeneralistDetector):
         chunk_size: encode at most this many nodes at once when scoring.
         model: an :class:`ARCModel` to score with (what :meth:`from_pretrained` passes); ``fit``
             trains a copy of it further instead of a fresh one. Never modified.
+        zero_shot_draws: without labelled normal nodes (regime ``zero-shot``), the context is
+            ``num_context`` nodes drawn pseudo-uniformly from the target (anomalies are rare, so nearly
+            all are normal; ``omnigraph.estimators.detector.label_free_draw``, independent of the
+            node numbering), redrawn this many times with ``seed``; the score is the mean over the draws.
     """
 
     uses_normal = True
     uses_anomaly = False
+    requires_normal = False      # zero-shot: random context nodes drawn from the target itself
 
     def __init__(self, contamination: float = 0.1, seed: int = 0, verbose: int = 0, device: str | None = None,
                  epochs: int = 40, lr: float = 1e-5, weight_decay: float = 5e-5, num_context: int = 10,
@@ -59,7 +65,7 @@ class ARC(GeneralistDetector):
                  act: str = "elu", dropout: float = 0.0, row_normalize: bool | None = None,
                  self_loops: bool | None = None, devices: int | str | list = 1, strategy: str = "auto",
                  accelerator: str = "cpu", out_dir: str | os.PathLike | None = None, max_queries: int | None = None,
-                 chunk_size: int = 16384, model: ARCModel | None = None):
+                 chunk_size: int = 16384, model: ARCModel | None = None, zero_shot_draws: int = 5):
         super().__init__(contamination=contamination, seed=seed, verbose=verbose)
         self.device = device
         self.epochs, self.lr, self.weight_decay, self.num_context = epochs, lr, weight_decay, num_context
@@ -69,11 +75,15 @@ class ARC(GeneralistDetector):
         self.devices, self.strategy, self.accelerator, self.out_dir = devices, strategy, accelerator, out_dir
         self.max_queries, self.chunk_size = max_queries, chunk_size
         self.model = model
+        self.zero_shot_draws = zero_shot_draws
 
     def _check_params(self) -> None:
         super()._check_params()
         if self.model is not None and not isinstance(self.model, ARCModel):
             raise TypeError(f"model must be an ARCModel, got {type(self.model).__name__}")
+        if isinstance(self.zero_shot_draws, bool) or not isinstance(self.zero_shot_draws, int) or \
+                self.zero_shot_draws < 1:
+            raise ValueError(f"zero_shot_draws must be an int >= 1, got {self.zero_shot_draws!r}")
 
     # -- checkpoints ---------------------------------------------------------------------
     @classmethod
@@ -122,4 +132,12 @@ class ARC(GeneralistDetector):
     @torch.no_grad()
     def _score(self, data, support_normal: Tensor, support_anomaly: Tensor) -> Tensor:
         h = self.embed(data)
-        return self._fitted_model().score(h, h[support_normal.to(h.device)]).cpu()
+        model = self._fitted_model()
+        if support_normal.numel():
+            return model.score(h, h[support_normal.to(h.device)]).cpu()
+        # zero-shot: context drawn from the target itself (never from the labels, nor by node id)
+        total = torch.zeros(data.num_nodes, dtype=torch.float64)
+        for draw in range(self.zero_shot_draws):
+            context = label_free_draw(data, self.num_context, self.seed, draw, exclude=support_anomaly)
+            total += model.score(h, h[context.to(h.device)]).cpu().double()
+        return (total / self.zero_shot_draws).float()

@@ -73,6 +73,25 @@ def check_sources(graphs, label=None) -> None:
         check_anomaly_labels(y, data.num_nodes, f"label[{i}]" if label is not None else f"source graph {i}: data.y")
 
 
+def label_free_draw(data, k: int, seed: int, draw: int = 0, exclude: Tensor | None = None) -> Tensor:
+    """``k`` target nodes drawn pseudo-uniformly, reading no label and independent of node numbering.
+
+    Each node gets a key from its own features and degree (a seeded random projection in float64,
+    whose fractional part is spread uniformly), and the ``k`` smallest keys are taken: relabelling the
+    nodes draws the same nodes. ``seed`` and ``draw`` select the projection."""
+    n = data.num_nodes
+    gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(draw))
+    deg = torch.bincount(data.edge_index[0].cpu(), minlength=n).double()[:, None]
+    feats = torch.cat([data.x.detach().cpu().double(), deg], dim=1)
+    w = torch.randn(feats.size(1), generator=gen, dtype=torch.float64)
+    offset = torch.rand(1, generator=gen, dtype=torch.float64)
+    key = torch.frac((feats @ w) * 1e6 + offset).abs()
+    if exclude is not None and exclude.numel():
+        key[exclude] = float("inf")
+    k = min(int(k), n - (0 if exclude is None else int(exclude.numel())))
+    return torch.argsort(key, stable=True)[:k]
+
+
 class GeneralistDetector(BaseEstimator):
     """Base class: ``fit`` on source graphs, ``decision_function``/``predict`` on a target.
 
@@ -94,6 +113,9 @@ class GeneralistDetector(BaseEstimator):
     uses_anomaly: ClassVar[bool] = False
     #: anomalous support is used when given but not required (e.g. the training-free fingerprint baseline)
     accepts_anomaly: ClassVar[bool] = False
+    #: which support sets the method cannot do without (False: it fills them itself, e.g. zero-shot)
+    requires_normal: ClassVar[bool] = True
+    requires_anomaly: ClassVar[bool] = False
 
     def __init__(self, contamination: float = 0.1, seed: int = 0, verbose: int = 0):
         self.contamination = contamination
@@ -168,10 +190,10 @@ class GeneralistDetector(BaseEstimator):
             both = np.intersect1d(sn.numpy(), sa.numpy())
             raise ValueError(f"node {int(both[0])} is in both support_normal and support_anomaly ({both.size} nodes "
                              "overlap); a node is either a labelled normal or a labelled anomaly")
-        if self.uses_normal and not sn.numel():
+        if self.requires_normal and not sn.numel():
             raise ValueError(f"{type(self).__name__} needs labelled normal support nodes "
                              "(support_normal=... or shots_normal=k)")
-        if self.uses_anomaly and not sa.numel():
+        if self.requires_anomaly and not sa.numel():
             raise ValueError(f"{type(self).__name__} needs labelled anomalous support nodes "
                              "(support_anomaly=... or shots_anomaly=k)")
         if not (self.uses_anomaly or self.accepts_anomaly):

@@ -10,7 +10,8 @@ already separates many anomalies without any learning (anomaly-detection spec §
       s_i = \frac{1}{|S_a|}\sum_{j \in S_a} \cos(P_i, P_j) - \frac{1}{|S_n|}\sum_{j \in S_n} \cos(P_i, P_j),
 
   and :math:`s_i = -\frac{1}{|S_n|}\sum_{j\in S_n}\cos(P_i, P_j)` when only normal supports are given
-  (the normal-k regime);
+  (the normal-k regime); without any support (zero-shot) the atypicality
+  :math:`s_i = \sum_c |P_{ic} - 50|`, the distance from the median rank;
 * ``FingerprintDetector(column="degree")``: a single column as the score, its sign taken from the
   supports (:math:`+` if the anomalous supports' mean exceeds the normal supports' mean) or fixed
   with ``sign=+1/-1`` (then zero-shot).
@@ -21,6 +22,7 @@ Also home of :func:`graph_fingerprint`, which resolves a graph's preprocessing f
 """
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -143,6 +145,14 @@ class FingerprintDetector(GeneralistDetector):
         return self.sign is None
 
     @property
+    def requires_normal(self) -> bool:         # a single column is oriented by both support sets
+        return self.column is not None and self.sign is None
+
+    @property
+    def requires_anomaly(self) -> bool:
+        return self.column is not None and self.sign is None
+
+    @property
     def name(self) -> str:
         return "fingerprint" if self.column is None else f"fingerprint:{self._column()}"
 
@@ -157,8 +167,12 @@ class FingerprintDetector(GeneralistDetector):
     def _score(self, data, support_normal: Tensor, support_anomaly: Tensor) -> Tensor:
         p = self.fingerprint(data)
         if self.column is None:
+            if not support_normal.numel() and not support_anomaly.numel():
+                return (p - 50.0).abs().sum(1)      # zero-shot: distance from the median rank (atypicality)
             unit = F.normalize(p, dim=1)
-            score = -(unit @ unit[support_normal].T).mean(1)
+            score = torch.zeros(p.size(0), dtype=p.dtype)
+            if support_normal.numel():
+                score = score - (unit @ unit[support_normal].T).mean(1)
             if support_anomaly.numel():
                 score = score + (unit @ unit[support_anomaly].T).mean(1)
             return score

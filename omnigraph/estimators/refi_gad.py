@@ -56,10 +56,18 @@ class REFIGAD(GeneralistDetector):
             :func:`~omnigraph.training.refi_gad.pretrain_refi_gad`.
         model: a :class:`REFIGADNet` to score with (what :meth:`from_pretrained` passes); ``fit``
             trains a copy of it further instead of a fresh one. Never modified.
+        pseudo_k, pseudo_rounds: regimes without one of the support sets (``zero-shot``,
+            ``normal-k``): the missing set is filled from the target itself, label-free, with the
+            ``pseudo_k`` least (normal) or most (anomalous) atypical nodes, atypicality being
+            :math:`\\sum_c |r_{ic} - 50|`, the distance of a node's ranked fingerprint from the median
+            rank (``None``: :math:`\\mathrm{clip}(N/50, 20, 100)`); ``pseudo_rounds`` rounds then redraw
+            them from REFI-GAD's own scores (0: none; measured no gain, see the anomaly-detection page).
     """
 
     uses_normal = True
     uses_anomaly = True
+    requires_normal = False      # missing supports are filled with pseudo-supports from the target
+    requires_anomaly = False
 
     def __init__(self, contamination: float = 0.1, seed: int = 0, verbose: int = 0, device: str | None = None,
                  epochs: int = 100, episodes_per_graph: int = 20, shots: int = 50, num_query_normal: int = 500,
@@ -69,7 +77,8 @@ class REFIGAD(GeneralistDetector):
                  sim_scale: str = "edges", ties: str = "average", snr_pool: str = "global", chunk_size: int = 512,
                  row_normalize: bool | None = None, self_loops: bool | None = None,
                  devices: int | str | list = 1, strategy: str = "auto", accelerator: str = "cpu",
-                 out_dir: str | os.PathLike | None = None, model: REFIGADNet | None = None):
+                 out_dir: str | os.PathLike | None = None, model: REFIGADNet | None = None,
+                 pseudo_k: int | None = None, pseudo_rounds: int = 0):
         super().__init__(contamination=contamination, seed=seed, verbose=verbose)
         self.device = device
         self.epochs, self.episodes_per_graph, self.shots = epochs, episodes_per_graph, shots
@@ -83,6 +92,7 @@ class REFIGAD(GeneralistDetector):
         self.row_normalize, self.self_loops = row_normalize, self_loops
         self.devices, self.strategy, self.accelerator, self.out_dir = devices, strategy, accelerator, out_dir
         self.model = model
+        self.pseudo_k, self.pseudo_rounds = pseudo_k, pseudo_rounds
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -90,6 +100,10 @@ class REFIGAD(GeneralistDetector):
             raise ValueError(f"snr_pool must be 'global' or 'batch', got {self.snr_pool!r}")
         if self.model is not None and not isinstance(self.model, REFIGADNet):
             raise TypeError(f"model must be a REFIGADNet, got {type(self.model).__name__}")
+        for name, low in (("pseudo_k", 1), ("pseudo_rounds", 0)):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+                raise ValueError(f"{name} must be None or an int >= {low}, got {value!r}")
 
     # -- checkpoints ---------------------------------------------------------------------
     @classmethod
@@ -142,12 +156,45 @@ class REFIGAD(GeneralistDetector):
         device = self._device()
         model = self._fitted_model().to(device).eval()
         p = self.fingerprint(data).to(device)
-        pool = torch.ones(data.num_nodes, dtype=torch.bool, device=device)
-        pool[support_normal] = False
-        pool[support_anomaly] = False
-        score = model.score_nodes(p[support_normal], p[support_anomaly], p, chunk_size=self.chunk_size,
-                                  snr_pool=self.snr_pool, pool_mask=pool)
-        return score.cpu()
+
+        def score_with(sn: Tensor, sa: Tensor) -> Tensor:
+            pool = torch.ones(data.num_nodes, dtype=torch.bool, device=device)
+            pool[sn] = False
+            pool[sa] = False
+            return model.score_nodes(p[sn], p[sa], p, chunk_size=self.chunk_size, snr_pool=self.snr_pool,
+                                     pool_mask=pool).cpu()
+
+        if support_normal.numel() and support_anomaly.numel():
+            return score_with(support_normal, support_anomaly)
+        # a support set is missing: fill it from the target itself (never from labels)
+        n = data.num_nodes
+        k = self.pseudo_k if self.pseudo_k is not None else int(min(100, max(20, round(n / 50))))
+        labelled = torch.cat([support_normal, support_anomaly])
+        free = torch.ones(n, dtype=torch.bool)
+        free[labelled] = False
+        k = max(1, min(k, int(free.sum()) // 2))
+        key = (p.cpu() - 50.0).abs().sum(1)       # atypicality: distance from the median rank
+        sn, sa = support_normal, support_anomaly
+        for _ in range(int(self.pseudo_rounds) + 1):
+            order = ranked(key, p.cpu())
+            order = order[free[order]]
+            sn = support_normal if support_normal.numel() else order[:k]
+            sa = support_anomaly if support_anomaly.numel() else order[-k:]
+            score = score_with(sn, sa)
+            key = score
+        self.pseudo_support_normal_ = sn if not support_normal.numel() else sn[:0]
+        self.pseudo_support_anomaly_ = sa if not support_anomaly.numel() else sa[:0]
+        return score
+
+
+def ranked(key: Tensor, p: Tensor) -> Tensor:
+    """Node ids by ascending ``key``, ties broken by the fingerprint rows ``p`` (lexicographically), not by
+    node id: nodes that tie on both are interchangeable for the scorer, so the pick does not depend on the
+    node numbering."""
+    import numpy as np
+
+    cols = [p[:, c].numpy() for c in reversed(range(p.size(1)))]
+    return torch.from_numpy(np.lexsort((*cols, key.double().numpy()))).long()
 
 
 __all__ = ["REFIGAD"]
