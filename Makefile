@@ -20,6 +20,12 @@ $(VENV)/.installed: pyproject.toml
 	# a torch that is already importable is kept; otherwise the pinned CPU build
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
 	$(PIP) install -q -e ".[dev]"
+	# optional baselines: pygod needs torch-sparse/torch-scatter, prebuilt for this torch in ../shared/wheels
+	if [ -f "$(SHARED)/wheels/SHA256SUMS" ]; then \
+	  (cd "$(SHARED)/wheels" && sha256sum -c --quiet SHA256SUMS) && \
+	  $(PIP) install -q --no-index "$(SHARED)"/wheels/torch_scatter-*.whl "$(SHARED)"/wheels/torch_sparse-*.whl && \
+	  $(PIP) install -q -e ".[dev,baselines]"; \
+	else echo "no $(SHARED)/wheels: pygod baselines not installed (omnigraph benchmark gad --models pygod:... will say so)"; fi
 	touch $@
 
 install: $(VENV)/.installed

@@ -182,6 +182,10 @@ def make_detector(model: str, seed: int = 0, sources: Sequence[str] | None = Non
     if model == "fingerprint" or model.startswith("fingerprint:"):
         column = model.split(":", 1)[1] if ":" in model else None
         return FingerprintDetector(column=column, seed=seed)
+    if model.startswith("pygod:"):
+        from omnigraph.estimators.pygod import PygodDetector
+
+        return PygodDetector(model.split(":", 1)[1], seed=seed).fit()   # fit checks that pygod imports
     if model in ("refi-gad", "arc"):
         if model == "refi-gad":
             from omnigraph.estimators.refi_gad import REFIGAD as cls
@@ -300,7 +304,7 @@ def run_benchmark(protocol: str = "reduced-v1", models: Sequence[str] = DEFAULT_
         else:
             det = make_detector(spec, seeds[0])
             trained_on = checkpoint_sources(det)
-            if not spec.startswith("fingerprint"):
+            if not spec.startswith(("fingerprint", "pygod:")):   # those train on nothing but the target, unsupervised
                 card = getattr(det, "card_", {}) or {}
                 meta["checkpoints"][model] = {"spec": spec, "sources": trained_on, "seed": card.get("seed"),
                                               "date": card.get("date"), "epochs": card.get("epochs")}

@@ -2,9 +2,12 @@ r"""Multi-hop sparse propagation :math:`[X, OX, O^2X, \dots, O^kX]`.
 
 One entry point, :func:`propagate`, with three back-ends:
 
-* ``torch-sparse`` (``SparseTensor`` SpMM), used when the optional ``fast`` extra
-  (torch-sparse, from the PyG wheel index) is importable;
-* ``torch.sparse`` SpMM otherwise (always available), in CSR or COO layout;
+* ``torch.sparse`` SpMM (``"torch"``, always available and the ``"auto"`` choice), in CSR or COO layout;
+* ``torch-sparse`` (``SparseTensor`` SpMM), by request only (``backend="torch_sparse"``) when that
+  optional package is installed. Measured on one CPU thread with torch 2.13 and torch-sparse 0.6.18,
+  two hops on synthetic graphs of 10^4 and 10^5 nodes (10 edges per node, 8 or 64 columns): torch's CSR
+  product takes 0.42-0.51x the time of torch-sparse's, with bit-identical results; so installing
+  torch-sparse (pygod needs it) changes nothing unless asked for;
 * ``embedding_bag`` (always available, by request): the CSR product as an embedding bag
   (:func:`~omnigraph.ops.bag_mm`), faster than ``torch.sparse.mm`` on one CPU thread (RGVT's
   encoder pass: 1.1-2.1x); results differ from the ``torch`` back-end's CSR kernel by float rounding.
@@ -51,7 +54,7 @@ def _with_layout(op: Tensor, layout: str) -> Tensor:
 
 def _backend(backend: str) -> str:
     if backend == "auto":
-        return "torch_sparse" if HAVE_TORCH_SPARSE else "torch"
+        return "torch"
     if backend not in ("torch", "torch_sparse", "embedding_bag"):
         raise ValueError(f"unknown backend {backend!r}; choose from {available_backends()} or 'auto'")
     return backend
