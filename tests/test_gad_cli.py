@@ -90,6 +90,7 @@ def test_pretrain_cli_checkpoint_path_and_smoke_benchmark(data_root, tmp_path):
     md = (out / "gad_results.md").read_text()
     assert "normal+anomaly-k" in md and "published" in md and "| mean |" in md and ckpt in md
     assert (out / "gad_results.png").stat().st_size > 1000
+    assert (out / "gad_results_time.png").stat().st_size > 1000          # AUROC against seconds per graph
 
     # a checkpoint trained on a target of the protocol is refused
     leak = tmp_path / "leak"

@@ -484,6 +484,41 @@ def plot(result: dict, path: Path) -> Path:
     return path
 
 
+def plot_time(result: dict, path: Path) -> Path:
+    """Mean AUROC against scoring seconds per graph (log scale): one point per detector and regime.
+
+    Seconds are per graph and seed, averaged over the targets where the detector ran; for detectors
+    that train on the target (pygod) they include that training."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows, meta = result["rows"], result["meta"]
+    seeds = max(1, len(meta.get("seeds", [])))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    markers = dict(zip(meta["regimes"], "os^"))
+    for regime in meta["regimes"]:
+        for model in meta["models"]:
+            ok = [r for r in rows if r["regime"] == regime and r["model"] == model and r.get("status") == "ok"]
+            if not ok:
+                continue
+            auroc = mean_over_targets(rows, regime, model)
+            seconds = max(float(np.mean([r["seconds"] for r in ok])) / seeds, 1e-4)
+            ax.scatter(seconds, auroc, marker=markers.get(regime, "o"), s=45)
+            ax.annotate(f"{model} ({regime})", (seconds, auroc), fontsize=7, xytext=(4, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("seconds per graph (scoring; pygod: training on the target included)")
+    ax.set_ylabel("mean AUROC (%)")
+    ax.set_title(f"{meta['protocol']}: AUROC against time")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def write_outputs(result: dict, out_dir: str | Path, command: str | None = None, stem: str = "gad_results") -> dict:
     """Write CSV, markdown, PNG and JSON into ``out_dir``; returns their paths."""
     out = Path(out_dir)
@@ -500,6 +535,7 @@ def write_outputs(result: dict, out_dir: str | Path, command: str | None = None,
     (out / f"{stem}.json").write_text(json.dumps({**result, "command": command}, indent=1) + "\n")
     paths = {"csv": out / f"{stem}.csv", "md": out / f"{stem}.md", "json": out / f"{stem}.json"}
     paths["png"] = plot(result, out / f"{stem}.png")
+    paths["time_png"] = plot_time(result, out / f"{stem}_time.png")
     return paths
 
 
@@ -515,6 +551,7 @@ __all__ = [
     "mean_over_targets",
     "metrics",
     "plot",
+    "plot_time",
     "regime_shots",
     "run_benchmark",
     "write_outputs",
