@@ -28,6 +28,7 @@ from omnigraph.datasets.gad import (
     _clean_edges,
     _gad_data,
     load_tensor_dict,
+    npz_features,
     read_gad_npz,
     read_mat,
     read_pt,
@@ -93,24 +94,12 @@ def nc_data(x, edge_index, y, masks: dict, path) -> Data:
     return data
 
 
-def _npz_features(f: dict, path):
-    if "x" in f:
-        return f["x"]
-    if all(k in f for k in _CSR_KEYS):
-        import scipy.sparse as sp
-
-        return sp.csr_matrix((f["x_data"], f["x_indices"], f["x_indptr"]),
-                             shape=tuple(int(s) for s in f["x_shape"])).toarray()
-    raise ValueError(f"{path}: no node features (needs key 'x' or the CSR keys {list(_CSR_KEYS)}; the file has "
-                     f"{sorted(f)})")
-
-
 def read_nc_npz(path: str | Path, f: dict | None = None) -> Data:
     path = Path(path)
     f = load_npz(path) if f is None else f
     if "edge_index" not in f:
         raise ValueError(f"{path}: missing key 'edge_index' (the file has {sorted(f)})")
-    return nc_data(_npz_features(f, path), f["edge_index"], f.get("y"), {k: f.get(k) for k in MASKS}, path)
+    return nc_data(npz_features(f, path), f["edge_index"], f.get("y"), {k: f.get(k) for k in MASKS}, path)
 
 
 def read_nc_pt(path: str | Path, obj: dict | None = None) -> Data:
@@ -168,7 +157,7 @@ def read_graph_file(path: str | Path, task: str | None = None, split: int = 0) -
                              f"({list(YANDEX_KEYS)}, masks)")
         f = load_npz(path)
         found = resolve_task(path, f.get("task"), task)
-        data = read_gad_npz(path) if found == "gad" else read_nc_npz(path, f)
+        data = read_gad_npz(path, f) if found == "gad" else read_nc_npz(path, f)
     elif suffix == ".mat":
         if task == "nc":
             raise ValueError(f"{path}: a .mat file is read as ARC's anomaly-detection format (Network, Attributes, "

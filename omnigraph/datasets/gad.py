@@ -79,24 +79,27 @@ def _gad_data(x, edge_index, y, path, y_struct=None, y_attr=None) -> Data:
     return data
 
 
-def read_gad_npz(path: str | Path) -> Data:
-    """Read a uniform anomaly-detection npz (see the module docstring)."""
-    path = Path(path)
-    f = load_npz(path)
-    keys = set(f)
-    if "x" in keys:
-        x = f["x"]
-    elif all(k in keys for k in _CSR_KEYS):
+def npz_features(f: dict, path) -> np.ndarray:
+    """Dense node features of a uniform npz: key ``x``, or the CSR parts ``x_data/x_indices/x_indptr/x_shape``."""
+    if "x" in f:
+        return f["x"]
+    if all(k in f for k in _CSR_KEYS):
         try:
-            x = sp.csr_matrix((f["x_data"], f["x_indices"], f["x_indptr"]),
-                              shape=tuple(int(s) for s in f["x_shape"])).toarray()
+            return sp.csr_matrix((f["x_data"], f["x_indices"], f["x_indptr"]),
+                                 shape=tuple(int(s) for s in f["x_shape"])).toarray()
         except (ValueError, TypeError) as err:
             raise ValueError(f"{path}: the CSR feature arrays {list(_CSR_KEYS)} are inconsistent: {err}") from None
-    else:
-        raise ValueError(f"{path} is not a uniform GAD npz: no node features (needs key 'x' or the CSR keys "
-                         f"{list(_CSR_KEYS)}; the file has {sorted(keys)})")
-    if "edge_index" not in keys:
-        raise ValueError(f"{path} is not a uniform GAD npz: missing key 'edge_index' (the file has {sorted(keys)})")
+    raise ValueError(f"{path} is not a uniform npz: no node features (needs key 'x' or the CSR keys "
+                     f"{list(_CSR_KEYS)}; the file has {sorted(f)})")
+
+
+def read_gad_npz(path: str | Path, f: dict | None = None) -> Data:
+    """Read a uniform anomaly-detection npz (see the module docstring); ``f``: its arrays, if already read."""
+    path = Path(path)
+    f = load_npz(path) if f is None else f
+    x = npz_features(f, path)
+    if "edge_index" not in f:
+        raise ValueError(f"{path} is not a uniform GAD npz: missing key 'edge_index' (the file has {sorted(f)})")
     return _gad_data(x, f["edge_index"], f.get("y"), path, f.get("y_struct"), f.get("y_attr"))
 
 

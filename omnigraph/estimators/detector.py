@@ -214,11 +214,7 @@ class GeneralistDetector(BaseEstimator):
         """
         self._check_params()
         check_graph(data)
-        shots = {k: v for k, v in (("shots_normal", shots_normal), ("shots_anomaly", shots_anomaly))
-                 if v is not None}
-        if shots:
-            shots["seed"] = seed
-        sn, sa = self.resolve_support(data, support_normal, support_anomaly, **shots)
+        sn, sa = self.resolve_support(data, support_normal, support_anomaly, shots_normal, shots_anomaly, seed)
         if label is not None:
             label = check_anomaly_labels(label, data.num_nodes, "label")
         score = self._score(data, sn, sa).detach().float().cpu()

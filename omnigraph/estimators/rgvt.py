@@ -454,9 +454,8 @@ class RGVT(BaseEstimator):
         self._cache: dict[str, Any] = {}
 
     def _check_params(self) -> tuple[int, ...]:
-        """Validate the constructor arguments (``fit`` runs this); returns the sorted depths."""
-        if self.encoder is not None and not isinstance(self.encoder, RGVTEncoder):
-            raise TypeError(f"encoder must be an RGVTEncoder, got {type(self.encoder).__name__}")
+        """Validate the constructor arguments (``fit`` runs this; :meth:`_encoder` checks ``encoder``);
+        returns the sorted depths."""
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
         if self.head not in HEAD_KINDS:
@@ -541,6 +540,7 @@ class RGVT(BaseEstimator):
         start = time.perf_counter()
         depths = self._check_params()
         self._encoder_key = None       # fit reads the encoder as it is now
+        self._encoder()
         rows, y_train, y_val = _labelled(data, self._device())
         num_classes = _num_classes(self.num_classes, y_train, y_val)
         graph = self._graph(data)
