@@ -54,6 +54,32 @@ def test_detect_fingerprint_on_facebook(data_root, tmp_path, capsys):
     assert res["auroc"] == pytest.approx(100 * metrics(data.y, atyp)[0], abs=0.006)
 
 
+def test_detect_auto_picks_the_detector_for_the_regime(data_root, tmp_path, capsys):
+    from omnigraph.cli.gad import auto_model
+
+    assert auto_model(False, False) == "arc" and auto_model(True, False) == auto_model(False, True) == "refi-gad"
+    out = tmp_path / "auto.json"
+    assert main(["detect", "--dataset", "facebook", "--json", str(out)]) == 0       # no label: zero-shot, ARC
+    res = json.loads(out.read_text())
+    assert res["model"] == "arc" and res["regime"] == "zero-shot"
+    assert "model auto: arc (no labelled anomaly" in capsys.readouterr().out
+    data = load_gad("facebook")
+    normal = torch.nonzero(data.y == 0).flatten()[:10].tolist()
+    anomalous = torch.nonzero(data.y == 1).flatten()[:5].tolist()
+    ids = ",".join(map(str, normal))
+    assert main(["detect", "--dataset", "facebook", "--support-normal", ids, "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["model"] == "arc" and res["regime"] == "normal-k"
+    assert main(["detect", "--dataset", "facebook", "--support-normal", ids, "--support-anomaly",
+                 ",".join(map(str, anomalous)), "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["model"] == "refi-gad" and res["regime"] == "normal+anomaly-k" and res["support_anomaly"] == 5
+    assert main(["detect", "--dataset", "facebook", "--shots-normal", "10", "--shots-anomaly", "0", "--seeds", "0",
+                 "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["model"] == "arc" and res["regime"] == "normal-k" and res["shots_anomaly"] == 0
+
+
 def test_detect_include_support_and_errors(data_root, tmp_path):
     out = tmp_path / "r.json"
     assert main(["detect", "--model", "fingerprint:lc", "--dataset", "gad/facebook", "--seeds", "3",
@@ -107,7 +133,7 @@ def test_parser_registers_all_commands():
     args = parser.parse_args(["benchmark", "gad", "--models", "refi-gad,arc,fingerprint"])
     assert args.protocol == "reduced-v1" and args.seeds == "0,1,2,3,4"
     args = parser.parse_args(["detect", "--dataset", "gad/cora"])
-    assert args.model == "refi-gad" and not args.include_support
+    assert args.model == "auto" and not args.include_support
 
 
 def test_protocols_never_test_on_sources():
