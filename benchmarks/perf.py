@@ -154,9 +154,9 @@ def _encoder_pass(encoder, data, x):
     overwriting one buffer. Returns ``(operators, Z_8)``; Z_8 is valid until the next pass."""
     import torch
 
-    from omnigraph.estimators.rgvt import _inference_operators
+    from omnigraph.estimators.rgvt import inference_operators
 
-    ops = _inference_operators(encoder, data, None)
+    ops = inference_operators(encoder, data, None)
     with torch.no_grad():
         for _depth, z in encoder.iterate(x, depth=8, operators=ops, reuse=True):
             pass
@@ -261,8 +261,8 @@ def work_refi(spec: dict) -> dict:
     without it, as a first call on a new graph does."""
     import torch
 
-    from omnigraph.estimators.fingerprint import clear_fingerprint_cache
     from omnigraph.estimators.refi_gad import REFIGAD
+    from omnigraph.models.fingerprint import clear_fingerprint_cache
 
     detector = REFIGAD.from_pretrained("refi-gad")
     data = _graph(spec)

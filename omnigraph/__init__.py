@@ -18,7 +18,6 @@ _LAZY = {
     "available": "omnigraph.datasets",
     "InjectAnomalies": "omnigraph.datasets",
     "propagate": "omnigraph.ops",
-    "save_pretrained": "omnigraph.hub",
     "RGVT": "omnigraph.estimators.rgvt",
     "GraphAny": "omnigraph.estimators.graphany",
     "REFIGAD": "omnigraph.estimators.refi_gad",
@@ -26,7 +25,11 @@ _LAZY = {
     "RelationalFingerprint": "omnigraph.models.fingerprint",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+__all__ = [  # noqa: RUF022 - the lazy names, then the two defined here
+    "ARC", "GraphAny", "InjectAnomalies", "REFIGAD", "RGVT", "RelationalFingerprint", "available", "dataset_info",
+    "list_datasets", "load_dataset", "propagate", "suite",
+    "__version__", "save_pretrained",
+]
 
 
 def save_pretrained(model, directory, card=None):
@@ -35,6 +38,6 @@ def save_pretrained(model, directory, card=None):
 
 
 def __getattr__(name: str):
-    if name in _LAZY and name != "save_pretrained":
+    if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'omnigraph' has no attribute {name!r}")

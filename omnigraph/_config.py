@@ -23,10 +23,3 @@ def cache_dir() -> Path:
     path = Path(os.environ.get("OMNIGRAPH_CACHE", "~/.cache/omnigraph")).expanduser()
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def reference_dir() -> Path | None:
-    raw = os.environ.get("OMNIGRAPH_REFERENCE")
-    if raw and Path(raw).is_dir():
-        return Path(raw)
-    return None

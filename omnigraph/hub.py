@@ -12,13 +12,10 @@ Shipped checkpoints live in the repository's ``pretrained/`` folder (installed a
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,17 +29,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load as load_bytes
 from safetensors.torch import save_file
 
+from omnigraph._files import sha256_file, staged
+
 PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
 _PICKLE_SUFFIXES = {".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".bin"}
-MODEL_TYPES: dict[str, type] = {}
-
-
-def register_model(cls):
-    """Class decorator: make ``cls`` loadable by its ``model_type``."""
-    MODEL_TYPES[cls.model_type] = cls
-    return cls
-
-
 def pretrained_dir() -> Traversable:
     """The shipped checkpoints: the repo's ``pretrained/`` or the installed package data.
 
@@ -61,35 +51,9 @@ def shipped_registry() -> dict[str, dict[str, str]]:
     return json.loads((pretrained_dir() / "registry.json").read_text())
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-@contextlib.contextmanager
-def _staged(path: Path) -> Iterator[str]:
-    """A temporary file next to ``path``, renamed onto it when the block succeeds and deleted when
-    it fails: a checkpoint file is never half-written. Gets normal permissions (mkstemp's are 0600)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary file in the same folder, then rename: never a half-written file."""
-    with _staged(path) as tmp, open(tmp, "wb") as f:
+    with staged(path) as tmp, open(tmp, "wb") as f:
         f.write(data)
 
 
@@ -100,8 +64,8 @@ def _atomic_save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata:
         v = v.detach().cpu()
         return (v.to(dtype) if dtype is not None and v.is_floating_point() else v).contiguous()
 
-    with _staged(path) as tmp:
-        save_file({k: stored(v) for k, v in tensors.items()}, tmp, metadata=metadata)
+    with staged(path) as tmp:
+        save_file({k: stored(v) for k, v in tensors.items()}, str(tmp), metadata=metadata)
         digest = sha256_file(tmp)
     return digest
 

@@ -400,6 +400,37 @@ def check_anomaly_labels(y, num_nodes: int, field: str = "data.y") -> Tensor:
     return y
 
 
+def source_labels(graphs, label=None, who: str = "pretraining") -> list[tuple[object, Tensor]]:
+    """``(data, y)`` of every labelled source graph of a detector's pretraining, checked up front.
+
+    ``graphs`` is a ``Data`` or a sequence of them; ``label[i]`` (if given) overrides ``data.y``.
+    Each graph needs valid ``x`` / ``edge_index`` and binary labels with at least one anomaly and one
+    normal node (:func:`check_anomaly_labels`). The one check of source graphs, used by the
+    trainers and by the estimators' ``fit`` before anything is computed.
+    """
+    from torch_geometric.data import Data
+
+    if isinstance(graphs, Data):
+        graphs, label = [graphs], None if label is None else [label]
+    graphs = list(graphs)
+    if not graphs:
+        raise ValueError(f"{who} needs at least one labelled source graph")
+    if label is not None and len(label) != len(graphs):
+        raise ValueError(f"label has {len(label)} entries but {len(graphs)} graphs were given; pass one per graph")
+    out = []
+    for i, data in enumerate(graphs):
+        if not isinstance(data, Data):
+            raise TypeError(f"source graph {i} must be a torch_geometric Data, got {type(data).__name__} "
+                            "(load graphs by name with omnigraph.load_dataset)")
+        check_graph(data)
+        y = label[i] if label is not None else getattr(data, "y", None)
+        if y is None:
+            raise ValueError(f"source graph {i} has no labels: set data.y (1 = anomaly) or pass label=[...]")
+        out.append((data, check_anomaly_labels(y, data.num_nodes,
+                                               f"label[{i}]" if label is not None else f"source graph {i}: data.y")))
+    return out
+
+
 def check_support(support, num_nodes: int, name: str) -> Tensor:
     """Support nodes as a LongTensor of distinct ids in ``0..N-1`` (from ids or a boolean mask)."""
     if support is None:
@@ -457,5 +488,6 @@ __all__ = [
     "max_bytes",
     "parse_bytes",
     "set_max_bytes",
+    "source_labels",
     "warn_unseen_classes",
 ]

@@ -6,17 +6,13 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 
+from omnigraph.datasets.flags import graph_flag
 from omnigraph.estimators.arc import ARC
 from omnigraph.models.arc import ARCModel, arc_features, arc_loss
-from omnigraph.models.arc_align import ARCAlign, graph_flag, normalize_rows, smoothness
-from omnigraph.ops import simple_undirected
-from omnigraph.training.arc import (
-    ARCSources,
-    episode_generator,
-    prepare_sources,
-    pretrain_arc,
-    sample_episode,
-)
+from omnigraph.models.arc_align import ARCAlign, smoothness
+from omnigraph.ops import normalize_rows, simple_undirected
+from omnigraph.training.arc import ARCSources, prepare_sources, pretrain_arc, sample_episode
+from omnigraph.training.episodes import episode_generator
 
 TINY = {"hidden_channels": 16, "num_layers": 2, "num_hops": 2}
 

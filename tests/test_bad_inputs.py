@@ -17,6 +17,7 @@ from torch_geometric.data import Data
 
 import omnigraph
 from omnigraph import validation
+from omnigraph._files import sha256_file
 from omnigraph.cli import main as cli
 from omnigraph.estimators.arc import ARC
 from omnigraph.estimators.fingerprint import FingerprintDetector
@@ -493,7 +494,7 @@ def test_cache_copy_is_atomic_on_checksum_mismatch_and_interrupt(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         _store.atomic_write(dst, interrupted)
     assert list(dst.parent.iterdir()) == []
-    _store.copy_verified(src, dst, _store.sha256_file(src))
+    _store.copy_verified(src, dst, sha256_file(src))
     assert dst.read_bytes() == src.read_bytes() and [p.name for p in dst.parent.iterdir()] == ["dst.bin"]
     assert oct(dst.stat().st_mode & 0o777) != oct(0o600)  # published with normal permissions
 

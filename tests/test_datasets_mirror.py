@@ -208,7 +208,7 @@ def test_deezer_light(data_root, tmp_path):
     labels and edges in full, and PyG's own DeezerEurope class on a 600-node slice of the file."""
     from torch_geometric.datasets import DeezerEurope
 
-    from omnigraph.datasets._store import sha256_file
+    from omnigraph._files import sha256_file
 
     entry = get_entry("deezer")
     raw = data_root / entry["files"][0]["path"]

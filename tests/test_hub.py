@@ -6,9 +6,9 @@ import torch
 from torch import nn
 
 from omnigraph import hub
+from omnigraph._files import sha256_file
 
 
-@hub.register_model
 class _Toy(hub.PretrainedMixin, nn.Module):
     model_type = "toy-test"
 
@@ -38,7 +38,7 @@ def test_publish_registry_and_hash_mismatch(tmp_path, monkeypatch):
     hub.publish(model, "toy", {"seed": 1}, directory=tmp_path)
     monkeypatch.setattr(hub, "pretrained_dir", lambda: tmp_path)
     registry = json.loads((tmp_path / "registry.json").read_text())
-    assert registry["toy"]["sha256"] == hub.sha256_file(tmp_path / "toy.safetensors")
+    assert registry["toy"]["sha256"] == sha256_file(tmp_path / "toy.safetensors")
     assert isinstance(_Toy.from_pretrained("toy"), _Toy)
     data = bytearray((tmp_path / "toy.safetensors").read_bytes())
     data[-1] ^= 0xFF

@@ -6,10 +6,12 @@ import torch
 import torch.nn.functional as F
 from gad_helpers import hub_anomaly_graph
 
-from omnigraph.estimators.fingerprint import FingerprintDetector, clear_fingerprint_cache, graph_fingerprint
+from omnigraph.estimators.fingerprint import FingerprintDetector
 from omnigraph.estimators.refi_gad import REFIGAD
+from omnigraph.models.fingerprint import clear_fingerprint_cache, graph_fingerprint
 from omnigraph.models.refi_gad import REFIGADNet, pool_moments, snr_statistic, support_query_mask
-from omnigraph.training.refi_gad import EpisodeDataset, episode_generator, pretrain_refi_gad, sample_episode
+from omnigraph.training.episodes import episode_generator
+from omnigraph.training.refi_gad import EpisodeDataset, pretrain_refi_gad, sample_episode
 
 
 def _tokens(k=8, b=20, seed=0):

@@ -305,10 +305,10 @@ def test_large_graphs_predict_without_holding_the_representation(graph, monkeypa
         monkeypatch.setattr(RGVT, "keep_full_bytes", 0)
         for block_bytes, blocks in ((1 << 20, 1), (4 * min(16, hidden) * 25, 4)):   # 90 rows: 1 block or 25 each
             monkeypatch.setattr(RGVT, "predict_block_bytes", block_bytes)
-            clf._cache["z"] = {}
+            clf._graph(graph)["z"] = {}
             assert -(-90 // clf._predict_block(graph)) == blocks
             out = clf.decision_function(graph)
-            assert clf._cache["z"] == {}
+            assert clf._graph(graph)["z"] == {}
             torch.testing.assert_close(out, dense, rtol=1e-5, atol=1e-5)
             assert torch.equal(out.argmax(1), dense.argmax(1))
         monkeypatch.undo()

@@ -77,15 +77,11 @@ PUBLISHED_SOURCE = ("published, ARC setting (normal-10, ARC's original files inc
 
 # ------------------------------------------------------------------------------------------ data
 def load_gad(name: str):
-    """``load_dataset`` plus the catalogue's per-graph preprocessing flags as ``data.<flag>``."""
-    from omnigraph.datasets import get_entry, load_dataset
+    """An anomaly-detection graph by name or path (``load_dataset(name, task="gad")``, which also records
+    the catalogue's per-graph preprocessing flags as ``data.<flag>``)."""
+    from omnigraph.datasets import load_dataset
 
-    data = load_dataset(name, task="gad")
-    if not str(name).lower().endswith((".npz", ".mat", ".pt")):
-        for key, value in (get_entry(name).get("preprocess") or {}).items():
-            if getattr(data, key, None) is None:
-                setattr(data, key, value)
-    return data
+    return load_dataset(name, task="gad")
 
 
 def default_shots(y: Tensor) -> int:
@@ -186,32 +182,16 @@ def make_detector(model: str, seed: int = 0, sources: Sequence[str] | None = Non
         from omnigraph.estimators.pygod import PygodDetector
 
         return PygodDetector(model.split(":", 1)[1], seed=seed).fit()   # fit checks that pygod imports
-    if model in ("refi-gad", "arc"):
-        if model == "refi-gad":
-            from omnigraph.estimators.refi_gad import REFIGAD as cls
-        else:
-            from omnigraph.estimators.arc import ARC as cls
-        if not train:
-            return cls.from_pretrained(model, seed=seed)
+    from omnigraph.estimators.registry import estimator_class, load_estimator
+
+    if model in ("refi-gad", "arc") and train:
         kwargs = {} if epochs is None else {"epochs": int(epochs)}
         graphs = source_graphs if source_graphs is not None else [load_gad(s) for s in sources or []]
         if not graphs:
             raise ValueError(f"training {model} needs source graphs")
-        return cls(seed=seed, verbose=verbose, **kwargs).fit(graphs)
-    from omnigraph.hub import read_checkpoint
-
-    meta, _ = read_checkpoint(model)
-    kind = meta["model_type"]
-    if kind == "refi-gad":
-        from omnigraph.estimators.refi_gad import REFIGAD
-
-        return REFIGAD.from_pretrained(model, seed=seed)
-    if kind == "arc":
-        from omnigraph.estimators.arc import ARC
-
-        return ARC.from_pretrained(model, seed=seed)
-    raise ValueError(f"{model} holds a {kind!r} checkpoint; anomaly detection takes refi-gad or arc checkpoints "
-                     "(or the names refi-gad, arc, fingerprint, fingerprint:<column>)")
+        return estimator_class(model)(seed=seed, verbose=verbose, **kwargs).fit(graphs)
+    return load_estimator(model, task="gad", seed=seed, hint="anomaly detection takes refi-gad or arc checkpoints "
+                          "(or the names refi-gad, arc, fingerprint, fingerprint:<column>)")
 
 
 def checkpoint_sources(detector) -> list[str] | None:

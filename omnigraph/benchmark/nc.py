@@ -22,18 +22,14 @@ DEFAULT_SKIPS = {
 
 
 def make_model(name: str, seed: int, protocol: str):
-    if name == "rgvt":
-        from omnigraph.estimators.rgvt import RGVT
+    if name in ("rgvt", "graphany"):
+        from omnigraph.estimators.registry import load_estimator
 
-        return RGVT.from_pretrained("rgvt", seed=seed, protocol=protocol)
+        return load_estimator(name, seed=seed, **({"protocol": protocol} if name == "rgvt" else {}))
     if name.startswith("rgvt-ref:"):  # the authors' weights through the same code (parity column)
         from omnigraph.estimators.rgvt import RGVT
 
         return RGVT.from_reference_npz(name.split(":", 1)[1], seed=seed, protocol=protocol)
-    if name == "graphany":
-        from omnigraph.estimators.graphany import GraphAny
-
-        return GraphAny.from_pretrained("graphany", seed=seed)
     if name in ("gcn", "mlp"):
         from omnigraph.estimators.baselines import SupervisedBaseline
 

@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-_MODULES = ["omnigraph.cli.data", "omnigraph.cli.nc", "omnigraph.cli.gad", "omnigraph.cli.perf"]
+_MODULES = ["omnigraph.cli.data", "omnigraph.cli.nc", "omnigraph.cli.gad"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,13 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="suite", metavar="SUITE")
     parsers = {"top": top, "pretrain": pretrain, "benchmark": benchmark}
     for name in _MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name == name:  # feature not built into this version
-                continue
-            raise
-        module.register(parsers)
+        importlib.import_module(name).register(parsers)
     return parser
 
 

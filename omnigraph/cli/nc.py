@@ -11,22 +11,13 @@ from omnigraph.cli._io import add_graph_args
 
 def _estimator_for(model: str, seed: int, protocol: str | None = None):
     """Map ``rgvt``/``graphany``/a checkpoint path to a fitted-ready estimator."""
-    from omnigraph.estimators.graphany import GraphAny
-    from omnigraph.estimators.rgvt import RGVT
-    from omnigraph.hub import read_checkpoint
+    from omnigraph.estimators.registry import load_estimator, model_type_of
 
     kwargs = {"seed": seed}
-    if model in ("rgvt", "graphany"):
-        cls, name = (RGVT, "rgvt") if model == "rgvt" else (GraphAny, "graphany")
-    else:
-        meta, _ = read_checkpoint(model)
-        if meta["model_type"] not in ("rgvt", "graphany"):
-            raise ValueError(f"{model} holds a {meta['model_type']!r} checkpoint; `omnigraph predict` takes "
-                             "rgvt or graphany checkpoints (use `omnigraph detect` for anomaly detectors)")
-        cls, name = (RGVT, model) if meta["model_type"] == "rgvt" else (GraphAny, model)
-    if cls is RGVT and protocol:
+    if protocol and model_type_of(model) == "rgvt":
         kwargs["protocol"] = protocol
-    return cls.from_pretrained(name, **kwargs)
+    return load_estimator(model, task="nc", hint="`omnigraph predict` takes rgvt or graphany checkpoints (use "
+                          "`omnigraph detect` for anomaly detectors)", **kwargs)
 
 
 def _split_arg(spec: str | None):

@@ -11,42 +11,21 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from omnigraph._config import cache_dir, data_roots
+from omnigraph._files import CHUNK, staged
 
 try:  # POSIX advisory locks; elsewhere concurrent first loads are simply not serialised
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None
 
-_CHUNK = 1 << 20
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _publish(tmp: str, dst: Path) -> None:
-    """Give a finished temporary file normal permissions (mkstemp makes it 0600) and move it into place."""
-    os.chmod(tmp, 0o666 & ~_umask())
-    os.replace(tmp, dst)
 
 
 class DatasetNotAvailableError(FileNotFoundError):
     """A catalogued dataset whose files are neither in a mirror, nor in the cache, nor downloadable."""
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def mirror_roots(data_root: str | Path | Iterable[str | Path] | None = None) -> list[Path]:
@@ -82,33 +61,16 @@ def find_file(rel: str, roots: list[Path]) -> Path | None:
     return None
 
 
-@contextlib.contextmanager
-def _staged(dst: Path, suffix: str) -> Iterator[Path]:
-    """A temporary path next to ``dst``, renamed onto ``dst`` when the block succeeds and removed
-    when it fails (also on KeyboardInterrupt): ``dst`` is absent, the old file or the complete new
-    one, never half-written. Same folder, so the rename is atomic."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=suffix, dir=dst.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        _publish(tmp, dst)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def copy_verified(src: Path, dst: Path, sha256: str | None = None) -> Path:
     """Copy ``src`` to ``dst`` through a temporary file, checking the sha256 on the way.
 
     Raises:
         ValueError: the copied bytes do not have the expected sha256 (nothing is left at ``dst``).
     """
-    with _staged(dst, ".part") as tmp:
+    with staged(dst, ".part") as tmp:
         digest = hashlib.sha256()
         with open(src, "rb") as fin, open(tmp, "wb") as fout:
-            for block in iter(lambda: fin.read(_CHUNK), b""):
+            for block in iter(lambda: fin.read(CHUNK), b""):
                 digest.update(block)
                 fout.write(block)
         if sha256 is not None and digest.hexdigest() != sha256:
@@ -120,7 +82,7 @@ def copy_verified(src: Path, dst: Path, sha256: str | None = None) -> Path:
 
 def atomic_write(dst: Path, write) -> Path:
     """Call ``write(tmp_path)`` then rename the result onto ``dst`` (tmp keeps ``dst``'s suffix)."""
-    with _staged(dst, dst.suffix) as tmp:
+    with staged(dst, dst.suffix) as tmp:
         write(tmp)
     return dst
 

@@ -18,14 +18,18 @@ from torch import Tensor
 PREPROCESS_FLAGS = {"row_normalize": False, "self_loops": True}
 
 
-def graph_flag(data, name: str, value: bool | None, default: bool) -> bool:
-    """Per-graph preprocessing flag: an explicit ``value`` wins, then ``data.<name>``, then ``default``.
+def graph_flag(data, name: str, value: bool | None, default: bool | None) -> bool | None:
+    """Per-graph preprocessing flag: an explicit ``value`` wins, then ``data.<name>``, then the
+    catalogue's ``preprocess`` entry for ``data.name`` (a ``Data`` named after a catalogue graph but
+    built by hand), then ``default``.
+
+    The one resolver of these flags: every model, estimator and trainer reads them through it.
 
     Args:
         data: a ``Data`` (or any object, or ``None``) that may carry the flag as an attribute.
         name: the flag, e.g. ``"row_normalize"`` or ``"self_loops"``.
         value: the caller's override (``None``: read ``data``).
-        default: used when neither is set.
+        default: used when none is set.
 
     Raises:
         ValueError: ``data.<name>`` is a tensor with more than one element.
@@ -35,7 +39,7 @@ def graph_flag(data, name: str, value: bool | None, default: bool) -> bool:
         return bool(value)
     attr = getattr(data, name, None) if data is not None else None
     if attr is None:
-        return default
+        return _catalogue_flag(getattr(data, "name", None), name, default)
     if isinstance(attr, Tensor):
         if attr.numel() != 1:
             raise ValueError(f"data.{name} must be a single boolean flag, got a tensor of shape {list(attr.shape)}")
@@ -43,6 +47,18 @@ def graph_flag(data, name: str, value: bool | None, default: bool) -> bool:
     if not isinstance(attr, (bool, int, np.bool_, np.integer)):
         raise TypeError(f"data.{name} must be a boolean flag, got {type(attr).__name__}")
     return bool(attr)
+
+
+def _catalogue_flag(dataset, name: str, default: bool | None) -> bool | None:
+    if not isinstance(dataset, str):
+        return default
+    from omnigraph.datasets.registry import get_entry
+
+    try:
+        pre = get_entry(dataset).get("preprocess", {}) or {}
+    except (ValueError, KeyError):
+        return default
+    return bool(pre[name]) if name in pre else default
 
 
 def attach_preprocess_flags(data, preprocess: dict | None):

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from torch_geometric.data import Data
 
+from omnigraph._files import sha256_file, staged
 from omnigraph._npz import npz_keys
 from omnigraph.datasets import _store
 from omnigraph.datasets._store import DatasetNotAvailableError
@@ -255,9 +256,9 @@ def _download_verified(url: str, path: Path, sha256: str | None) -> None:
 
     from torch_geometric.data import download_url
 
-    with _store._staged(path, ".part") as tmp, tempfile.TemporaryDirectory(dir=path.parent) as folder:
+    with staged(path, ".part") as tmp, tempfile.TemporaryDirectory(dir=path.parent) as folder:
         fetched = Path(download_url(url, folder, log=False))
-        if sha256 and _store.sha256_file(fetched) != sha256:  # the mirror holds verbatim copies
+        if sha256 and sha256_file(fetched) != sha256:  # the mirror holds verbatim copies
             raise ValueError(f"checksum mismatch for the downloaded {url}: it differs from the catalogued file "
                              "(upstream changed?); pass verify=False to accept it")
         os.replace(fetched, tmp)

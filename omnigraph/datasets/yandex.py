@@ -8,6 +8,8 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected as _to_undirected
 
+from omnigraph._npz import load_npz
+
 _KEYS = ("node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks")
 
 
@@ -24,8 +26,6 @@ def load_yandex_npz(path: str | Path, split: int = 0, to_undirected: bool = True
     Returns:
         ``Data`` with float32 ``x``, int64 ``y``, ``edge_index`` ``[2, E']`` and 1-D bool masks.
     """
-    from omnigraph.datasets.gad import load_npz
-
     path = Path(path)
     if isinstance(split, bool) or not isinstance(split, (int, np.integer)):
         raise TypeError(f"split must be an int row index, got {type(split).__name__}")

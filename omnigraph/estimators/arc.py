@@ -25,9 +25,9 @@ import os
 import torch
 from torch import Tensor
 
-from omnigraph.estimators.detector import GeneralistDetector, check_sources, label_free_draw
+from omnigraph.datasets.flags import graph_flag
+from omnigraph.estimators.detector import GeneralistDetector, label_free_draw, load_sources
 from omnigraph.models.arc import ARCModel, arc_features
-from omnigraph.models.arc_align import graph_flag
 
 
 class ARC(GeneralistDetector):
@@ -100,15 +100,10 @@ class ARC(GeneralistDetector):
 
         ``label`` optionally overrides the labels: a tensor for one graph or a list, one per graph.
         """
-        from torch_geometric.data import Data
-
         from omnigraph.training.arc import pretrain_arc
 
         self._check_params()
-        if isinstance(graphs, Data):
-            graphs = [graphs]
-            label = None if label is None else [label]
-        check_sources(graphs, label)
+        graphs, label = load_sources(graphs, label)
         start = None if self.model is None else copy.deepcopy(self.model)
         self.model_ = pretrain_arc(
             graphs, epochs=self.epochs, seed=self.seed, devices=self.devices, strategy=self.strategy,

@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator
 from torch import Tensor
 from torch_geometric.nn.models import GCN, MLP
 
+from omnigraph._cache import GraphCache
 from omnigraph.ops import simple_undirected
 from omnigraph.validation import check_class_ids, check_graph, check_node_labels
 
@@ -38,10 +39,13 @@ class SupervisedBaseline(BaseEstimator):
         return self.model_(data.x, self._edges(data))
 
     def _edges(self, data) -> Tensor:
-        if getattr(self, "_cached_for", None) is not data:
-            self._cached_edges = simple_undirected(data.edge_index, data.num_nodes, self_loops=False)
-            self._cached_for = data
-        return self._cached_edges
+        if not hasattr(self, "_graphs"):
+            self._graphs = GraphCache(1)
+        edges = self._graphs.get((data.edge_index,), (data.num_nodes,))
+        if edges is None:
+            edges = self._graphs.put((data.edge_index,), (data.num_nodes,),
+                                     simple_undirected(data.edge_index, data.num_nodes, self_loops=False))
+        return edges
 
     def fit(self, data) -> SupervisedBaseline:
         if self.kind not in ("mlp", "gcn"):

@@ -18,7 +18,7 @@ import torch
 from sklearn.base import BaseEstimator
 from torch import Tensor
 
-from omnigraph.validation import check_anomaly_labels, check_graph, check_shots, check_support
+from omnigraph.validation import check_anomaly_labels, check_graph, check_shots, check_support, source_labels
 
 REGIMES = ("zero-shot", "normal-k", "normal+anomaly-k")
 
@@ -49,28 +49,24 @@ def sample_support(y: Tensor, shots_normal: int, shots_anomaly: int, seed: int) 
     return out[0], out[1]
 
 
-def check_sources(graphs, label=None) -> None:
-    """Fail fast, before pretraining starts, on source graphs that cannot train a detector.
+def load_sources(graphs, label=None) -> tuple[list, list | None]:
+    """The source graphs of a detector's ``fit`` as ``Data`` (names and paths loaded with
+    :func:`~omnigraph.load_dataset`), with ``label`` as a list, checked before pretraining starts
+    (:func:`~omnigraph.validation.source_labels`)."""
+    import os
 
-    Every ``Data`` source (names are checked when loaded) needs valid ``x`` / ``edge_index`` and
-    binary labels (``label[i]`` or ``data.y``) with at least one anomaly and one normal node.
-    """
     from torch_geometric.data import Data
 
-    if isinstance(graphs, Data):
+    if isinstance(graphs, (Data, str, os.PathLike)):
         graphs, label = [graphs], None if label is None else [label]
-    if not isinstance(graphs, (list, tuple)):  # iterators are left to the training code (consumed once)
-        return
-    if label is not None and len(label) != len(graphs):
-        raise ValueError(f"label has {len(label)} entries but {len(graphs)} graphs were given; pass one per graph")
-    for i, data in enumerate(graphs):
-        if not isinstance(data, Data):  # dataset names, precomputed inputs
-            continue
-        check_graph(data)
-        y = label[i] if label is not None else getattr(data, "y", None)
-        if y is None:
-            raise ValueError(f"source graph {i} has no labels: set data.y (1 = anomaly) or pass label=[...]")
-        check_anomaly_labels(y, data.num_nodes, f"label[{i}]" if label is not None else f"source graph {i}: data.y")
+    graphs = list(graphs)
+    if any(isinstance(g, (str, os.PathLike)) for g in graphs):
+        from omnigraph.datasets import load_dataset
+
+        graphs = [load_dataset(g, task="gad") if isinstance(g, (str, os.PathLike)) else g for g in graphs]
+    label = None if label is None else list(label)
+    source_labels(graphs, label, "fit")
+    return graphs, label
 
 
 def label_free_draw(data, k: int, seed: int, draw: int = 0, exclude: Tensor | None = None) -> Tensor:

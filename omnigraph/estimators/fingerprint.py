@@ -16,9 +16,8 @@ already separates many anomalies without any learning (anomaly-detection spec §
   supports (:math:`+` if the anomalous supports' mean exceeds the normal supports' mean) or fixed
   with ``sign=+1/-1`` (then zero-shot).
 
-Also home of :func:`graph_fingerprint`, which resolves a graph's preprocessing flags
-(``row_normalize``, ``self_loops``) and caches the last fingerprint, shared by
-:class:`~omnigraph.estimators.refi_gad.REFIGAD` and its training code.
+The fingerprint of a graph, with its preprocessing flags resolved and the last one cached, comes
+from :func:`~omnigraph.models.fingerprint.graph_fingerprint` (shared with REFI-GAD and its training).
 """
 from __future__ import annotations
 
@@ -27,77 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from omnigraph.estimators.detector import GeneralistDetector
-from omnigraph.models.arc_align import graph_flag
-from omnigraph.models.fingerprint import COLUMNS, RelationalFingerprint, column_index
-
-
-def preprocess_flag(data, name: str, value: bool | None, default: bool) -> bool:
-    """An explicit ``value``, else ``data.<name>``, else the catalogue's ``preprocess`` entry for
-    ``data.name`` (e.g. ``row_normalize`` for Amazon/Tolokers, ``self_loops=False`` for Facebook),
-    else ``default``."""
-    if value is not None or getattr(data, name, None) is not None:
-        return graph_flag(data, name, value, default)
-    dataset = getattr(data, "name", None)
-    if isinstance(dataset, str):
-        try:
-            from omnigraph.datasets import get_entry
-
-            pre = get_entry(dataset).get("preprocess", {}) or {}
-        except (ValueError, KeyError, ImportError):
-            pre = {}
-        if name in pre:
-            return bool(pre[name])
-    return default
-
-
-class _LastFingerprint:
-    """One-entry cache keyed on the identity *and version counter* of ``x`` / ``edge_index``, so
-    repeated scoring of one graph (several seeds, several detectors) fingerprints it once, and an
-    in-place edit of the graph invalidates the entry."""
-
-    def __init__(self):
-        self.clear()
-
-    def clear(self) -> None:
-        self._key, self._refs, self._value = None, None, None
-
-    def get(self, data, config: tuple):
-        x, ei = data.x, data.edge_index
-        key = (id(x), x._version, id(ei), ei._version, data.num_nodes, config)
-        if self._key == key:
-            return self._value
-        return None
-
-    def put(self, data, config: tuple, value: Tensor) -> None:
-        x, ei = data.x, data.edge_index
-        self._key = (id(x), x._version, id(ei), ei._version, data.num_nodes, config)
-        self._refs = (x, ei)  # keep the tensors alive so that their ids cannot be reused
-        self._value = value
-
-
-_CACHE = _LastFingerprint()
-
-
-def clear_fingerprint_cache() -> None:
-    """Forget the cached fingerprint, so that the next :func:`graph_fingerprint` call computes
-    it (e.g. to time scoring on a graph as a first call would)."""
-    _CACHE.clear()
-
-
-def graph_fingerprint(data, sim_scale: str = "edges", ties: str = "average", row_normalize: bool | None = None,
-                      self_loops: bool | None = None, cache: bool = True) -> Tensor:
-    """The ranked fingerprint ``[N, 5]`` of ``data`` with its per-graph preprocessing flags resolved."""
-    rn = preprocess_flag(data, "row_normalize", row_normalize, False)
-    sl = preprocess_flag(data, "self_loops", self_loops, True)
-    config = (sim_scale, ties, rn, sl)
-    if cache:
-        hit = _CACHE.get(data, config)
-        if hit is not None:
-            return hit
-    fp = RelationalFingerprint(self_loops=sl, row_normalize=rn, sim_scale=sim_scale, ties=ties)(data)
-    if cache:
-        _CACHE.put(data, config, fp)
-    return fp
+from omnigraph.models.fingerprint import COLUMNS, column_index, graph_fingerprint
 
 
 class FingerprintDetector(GeneralistDetector):
@@ -184,4 +113,4 @@ class FingerprintDetector(GeneralistDetector):
         return sign * col
 
 
-__all__ = ["FingerprintDetector", "clear_fingerprint_cache", "graph_fingerprint", "preprocess_flag"]
+__all__ = ["FingerprintDetector"]

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import copy
 import os
-import weakref
 from pathlib import Path
 
 import torch
 from sklearn.base import BaseEstimator
 from torch import Tensor
 
+from omnigraph._cache import GraphCache
 from omnigraph.models.graphany import GraphAnyModel
 from omnigraph.validation import (
     check_class_ids,
@@ -78,7 +78,7 @@ class GraphAny(BaseEstimator):
                  num_classes: int | None = None, seed: int = 0, chunk_size: int | None = None):
         self.model = model
         self.entropy, self.num_classes, self.seed, self.chunk_size = entropy, num_classes, seed, chunk_size
-        self._cache = None
+        self._graphs = GraphCache(1)
 
     def _fitted_model(self) -> GraphAnyModel:
         """A copy of ``model`` with this estimator's ``entropy`` / ``chunk_size`` (the one passed in is never modified)."""
@@ -171,8 +171,8 @@ class GraphAny(BaseEstimator):
         self.n_features_in_ = int(data.x.size(1))
         self.train_index_ = train_index
         self.train_labels_ = y_train
-        self._cache = None
-        self._cache = self._compute(data, features)
+        self._graphs.clear()
+        self._compute(data, features)
         return self
 
     # -- inference -------------------------------------------------------------------------------
@@ -180,24 +180,12 @@ class GraphAny(BaseEstimator):
         if not hasattr(self, "channel_weights_"):
             raise not_fitted("GraphAny")
 
-    @staticmethod
-    def _key(data):
-        return (weakref.ref(data.x), data.x._version, weakref.ref(data.edge_index), data.edge_index._version,
-                data.num_nodes)
-
-    def _same(self, key) -> bool:
-        if self._cache is None:
-            return False
-        old = self._cache["key"]
-        return (old[0]() is key[0]() and old[2]() is key[2]() and old[1] == key[1] and old[3] == key[3]
-                and old[4] == key[4])
-
     @torch.no_grad()
     def _compute(self, data, features=None) -> dict:
         """Channel logits, distances, fused logits and attention for every node of ``data``."""
-        key = self._key(data)
-        if self._same(key):
-            return self._cache
+        hit = self._graphs.get((data.x, data.edge_index), (data.num_nodes,))
+        if hit is not None:
+            return hit
         check_graph(data)
         if data.x.size(1) != self.n_features_in_:
             raise ValueError(f"data.x has {data.x.size(1)} features but this GraphAny was fitted on "
@@ -208,9 +196,8 @@ class GraphAny(BaseEstimator):
         logits = model.channels.apply(features, self.channel_weights_)
         dist = model.distance_features(logits)
         fused, alpha = model.fuse(logits, dist)
-        self._cache = {"key": key, "logits": logits, "distance": dist, "fused": fused.cpu(),
-                       "attention": alpha.cpu()}
-        return self._cache
+        return self._graphs.put((data.x, data.edge_index), (data.num_nodes,),
+                                {"logits": logits, "distance": dist, "fused": fused.cpu(), "attention": alpha.cpu()})
 
     def transform(self, data, output: str = "logits") -> Tensor:
         """Per-node representations of ``data``.

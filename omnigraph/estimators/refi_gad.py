@@ -27,8 +27,8 @@ import os
 import torch
 from torch import Tensor
 
-from omnigraph.estimators.detector import GeneralistDetector, check_sources
-from omnigraph.estimators.fingerprint import graph_fingerprint
+from omnigraph.estimators.detector import GeneralistDetector, load_sources
+from omnigraph.models.fingerprint import graph_fingerprint
 from omnigraph.models.refi_gad import REFIGADNet
 
 _ARCH = ("d_model", "num_heads", "num_layers", "ff_dim", "dropout", "temperature")
@@ -122,15 +122,10 @@ class REFIGAD(GeneralistDetector):
 
         ``label`` optionally overrides the labels: a tensor for one graph or a list, one per graph.
         """
-        from torch_geometric.data import Data
-
         from omnigraph.training.refi_gad import pretrain_refi_gad
 
         self._check_params()
-        if isinstance(graphs, (Data, str)):
-            graphs = [graphs]
-            label = None if label is None else [label]
-        check_sources(graphs, label)
+        graphs, label = load_sources(graphs, label)
         start = None if self.model is None else copy.deepcopy(self.model)
         self.model_ = pretrain_refi_gad(
             graphs, epochs=self.epochs, episodes_per_graph=self.episodes_per_graph, shots=self.shots,

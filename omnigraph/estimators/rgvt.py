@@ -44,6 +44,7 @@ import torch.nn.functional as F
 from sklearn.base import BaseEstimator
 from torch import Tensor
 
+from omnigraph._cache import GraphCache
 from omnigraph.models.rgvt import RGVTEncoder, RGVTOperators
 from omnigraph.models.rgvt_head import HEAD_KINDS, RGVTHead
 from omnigraph.validation import (
@@ -378,7 +379,7 @@ def _num_classes(num_classes: int | None, y_train: Tensor, y_val: Tensor) -> int
     return check_class_ids(torch.cat([y_train, y_val]), "data.y[train_mask | val_mask]", num_classes)
 
 
-def _inference_operators(encoder: RGVTEncoder, data, chunk_size: int | None,
+def inference_operators(encoder: RGVTEncoder, data, chunk_size: int | None,
                          device: str | torch.device = "cpu") -> RGVTOperators:
     """Operators without transposes, built directly in the layout the encoder will use on ``device``."""
     columns = encoder.chunk_columns(data.num_nodes, data.x.size(1), chunk_size)
@@ -397,7 +398,7 @@ def adapt(encoder: RGVTEncoder, data, protocol: str = "fast", seeds: Sequence[in
     device = torch.device(device)
     rows, y_train, y_val = _labelled(data, device)
     encoder = encoder.to(device).eval()
-    ops = _inference_operators(encoder, data, chunk_size, device)
+    ops = inference_operators(encoder, data, chunk_size, device)
     reps = labelled_representations(encoder, data.x.to(device, torch.float32), ops, rows, sorted(depths), chunk_size)
     return adapt_representations(reps, y_train.numel(), y_train, y_val, _num_classes(num_classes, y_train, y_val),
                                  protocol, seeds, **kwargs)
@@ -451,7 +452,7 @@ class RGVT(BaseEstimator):
         self.protocol, self.head, self.hidden_channels, self.depths = protocol, head, hidden_channels, depths
         self.lr, self.weight_decay, self.max_epochs, self.patience = lr, weight_decay, max_epochs, patience
         self.num_classes, self.seed, self.chunk_size, self.device = num_classes, seed, chunk_size, device
-        self._cache: dict[str, Any] = {}
+        self._graphs = GraphCache(1, keep_alive=True)
 
     def _check_params(self) -> tuple[int, ...]:
         """Validate the constructor arguments (``fit`` runs this; :meth:`_encoder` checks ``encoder``);
@@ -512,13 +513,13 @@ class RGVT(BaseEstimator):
         recycled while cached; in-place edits bump ``Tensor._version`` and invalidate it.
         """
         encoder, device = self._encoder(), self._device()
-        key = (id(data.x), data.x._version, id(data.edge_index), data.edge_index._version, data.num_nodes,
-               id(encoder), str(device), self.chunk_size)
-        if self._cache.get("key") != key:
-            self._cache = {"key": key, "refs": (data.x, data.edge_index), "x": data.x.to(device, torch.float32),
-                           "ops": _inference_operators(encoder, data, self.chunk_size, device),
-                           "z": {}}
-        return self._cache
+        config = (data.num_nodes, id(encoder), str(device), self.chunk_size)
+        graph = self._graphs.get((data.x, data.edge_index), config)
+        if graph is None:
+            graph = self._graphs.put((data.x, data.edge_index), config, {
+                "x": data.x.to(device, torch.float32), "ops": inference_operators(encoder, data, self.chunk_size, device),
+                "z": {}})
+        return graph
 
     def _encode(self, data, depth: int) -> Tensor:
         graph = self._graph(data)
@@ -639,6 +640,7 @@ __all__ = [
     "HeadFit",
     "adapt",
     "adapt_representations",
+    "inference_operators",
     "labelled_representations",
     "ridge_depth_scores",
     "train_heads",

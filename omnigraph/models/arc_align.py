@@ -31,13 +31,7 @@ from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
 from omnigraph.datasets.flags import graph_flag
-from omnigraph.ops import simple_undirected
-
-
-def normalize_rows(x: Tensor) -> Tensor:
-    r""":math:`x_i / \sum_k x_{ik}` per row; rows summing to zero are left as they are (ARC's rule)."""
-    s = x.sum(dim=1, keepdim=True)
-    return torch.where(s != 0, x / torch.where(s != 0, s, torch.ones_like(s)), x)
+from omnigraph.ops import normalize_rows, simple_undirected
 
 
 def smoothness(x: Tensor, edge_index: Tensor) -> Tensor:
@@ -133,5 +127,4 @@ class ARCAlign(BaseTransform):
                f"row_normalize={self.row_normalize}, random_state={self.random_state})"
 
 
-# graph_flag moved to omnigraph.datasets.flags; re-exported here for existing imports
-__all__ = ["ARCAlign", "graph_flag", "normalize_rows", "smoothness"]
+__all__ = ["ARCAlign", "smoothness"]

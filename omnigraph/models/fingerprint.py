@@ -57,7 +57,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from omnigraph.ops import propagate, simple_undirected, sym_adjacency
+from omnigraph._cache import GraphCache
+from omnigraph.datasets.flags import graph_flag
+from omnigraph.ops import normalize_rows, propagate, simple_undirected, sym_adjacency
 from omnigraph.ops.adjacency import to_csr
 from omnigraph.validation import check_memory
 
@@ -65,23 +67,9 @@ COLUMNS = ("gd", "nd", "np", "degree", "lc")
 _EPS_DEG = 1e-8  # the release's denominator guard for ND / NP
 
 
-def _norm_flag(value, default):
-    if value is None:
-        return default
-    if isinstance(value, Tensor):
-        value = bool(value.item())
-    return bool(value)
-
-
 def _minmax(v: Tensor) -> Tensor:
     lo, hi = v.min(), v.max()
     return (v - lo) / (hi - lo).clamp_min(torch.finfo(v.dtype).tiny)
-
-
-def normalize_rows(x: Tensor) -> Tensor:
-    """Divide each row by its sum; zero rows stay zero (REFI-GAD/ARC preprocessing for some graphs)."""
-    s = x.sum(dim=1, keepdim=True)
-    return torch.where(s != 0, x / torch.where(s != 0, s, torch.ones_like(s)), x)
 
 
 def rank_transform(v: Tensor, ties: str = "average", scale: float = 100.0, tie_rtol: float = 2.0 ** -16) -> Tensor:
@@ -235,8 +223,8 @@ class RelationalFingerprint:
 
         check_graph(data)
         return self.forward(data.x, data.edge_index, data.num_nodes,
-                            self_loops=getattr(data, "self_loops", None),
-                            row_normalize=getattr(data, "row_normalize", None))
+                            self_loops=graph_flag(data, "self_loops", None, None),
+                            row_normalize=graph_flag(data, "row_normalize", None, None))
 
     def forward(self, x: Tensor, edge_index: Tensor, num_nodes: int | None = None, *,
                 self_loops: bool | None = None, row_normalize: bool | None = None) -> Tensor:
@@ -246,8 +234,9 @@ class RelationalFingerprint:
         arguments (which carry the per-dataset metadata).
         """
         n = x.size(0) if num_nodes is None else int(num_nodes)
-        loops = _norm_flag(self.self_loops if self.self_loops is not None else self_loops, True)
-        rownorm = _norm_flag(self.row_normalize if self.row_normalize is not None else row_normalize, False)
+        loops = graph_flag(None, "self_loops", self.self_loops if self.self_loops is not None else self_loops, True)
+        rownorm = graph_flag(None, "row_normalize",
+                             self.row_normalize if self.row_normalize is not None else row_normalize, False)
         x = x.float()
         if rownorm:
             x = normalize_rows(x)
@@ -360,11 +349,37 @@ def column_index(name: str) -> int:
     return COLUMNS.index(key)
 
 
+# the last graph's fingerprint: repeated scoring of one graph (several seeds, several detectors)
+# fingerprints it once
+_CACHE = GraphCache(1, keep_alive=True)
+
+
+def clear_fingerprint_cache() -> None:
+    """Forget the cached fingerprint, so that the next :func:`graph_fingerprint` call computes
+    it (e.g. to time scoring on a graph as a first call would)."""
+    _CACHE.clear()
+
+
+def graph_fingerprint(data, sim_scale: str = "edges", ties: str = "average", row_normalize: bool | None = None,
+                      self_loops: bool | None = None, cache: bool = True) -> Tensor:
+    """The ranked fingerprint ``[N, 5]`` of ``data`` with its per-graph preprocessing flags resolved
+    (:func:`~omnigraph.datasets.flags.graph_flag`); the last result is cached."""
+    rn = graph_flag(data, "row_normalize", row_normalize, False)
+    sl = graph_flag(data, "self_loops", self_loops, True)
+    config = (data.num_nodes, sim_scale, ties, rn, sl)
+    hit = _CACHE.get((data.x, data.edge_index), config) if cache else None
+    if hit is not None:
+        return hit
+    fp = RelationalFingerprint(self_loops=sl, row_normalize=rn, sim_scale=sim_scale, ties=ties)(data)
+    return _CACHE.put((data.x, data.edge_index), config, fp) if cache else fp
+
+
 __all__ = [
     "COLUMNS",
     "RelationalFingerprint",
+    "clear_fingerprint_cache",
     "column_index",
-    "normalize_rows",
+    "graph_fingerprint",
     "rank_transform",
     "triangle_counts",
 ]

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from omnigraph._npz import load_npz
-from omnigraph.hub import PretrainedMixin, register_model
+from omnigraph.hub import PretrainedMixin
 from omnigraph.models.entropy_distance import EntropyDistance
 from omnigraph.models.linear_gnn import DEFAULT_CHANNELS, LinearGNNChannels, parse_channel
 
@@ -110,7 +110,6 @@ class GraphAnyAttention(nn.Module):
         return (alpha.unsqueeze(-1) * y_pred).sum(1), alpha
 
 
-@register_model
 class GraphAnyModel(PretrainedMixin, nn.Module):
     r"""The full GraphAny model: LinearGNN channels + entropy distances + attention fusion.
 

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from omnigraph.hub import PretrainedMixin, register_model
+from omnigraph.hub import PretrainedMixin
 
 SNR_EPS = 1e-6
 
@@ -64,7 +64,6 @@ def pool_moments(h: Tensor) -> tuple[Tensor, Tensor]:
     return h.mean(0), h.var(0, unbiased=False)
 
 
-@register_model
 class REFIGADNet(nn.Module, PretrainedMixin):
     r"""The REFI-GAD scorer (see the module docstring for the math).
 

@@ -43,9 +43,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from omnigraph._npz import load_npz
-from omnigraph.hub import PretrainedMixin, register_model
+from omnigraph.hub import PretrainedMixin
 from omnigraph.ops import ColumnBlockedCSR, rw_sym_adjacency, split_columns, spmm_into
-from omnigraph.ops.adjacency import _csr, pattern_key
+from omnigraph.ops.adjacency import csr_tensor, pattern_key
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
 from omnigraph.validation import check_memory
 
@@ -125,7 +125,7 @@ def _values(op: Tensor) -> Tensor:
 def _with_values(op: Tensor, values: Tensor) -> Tensor:
     """A sparse matrix with the index pattern of ``op`` (shared, not copied) and new values."""
     if op.layout == torch.sparse_csr:
-        return _csr(op.crow_indices(), op.col_indices(), values, op.shape)
+        return csr_tensor(op.crow_indices(), op.col_indices(), values, op.shape)
     return torch.sparse_coo_tensor(op._indices(), values, op.shape, is_coalesced=True)
 
 
@@ -178,7 +178,6 @@ class ViewMLP(nn.Module):
         return torch.addmm(last.bias.unsqueeze(1), last.weight, h).squeeze(0)
 
 
-@register_model
 class RGVTEncoder(nn.Module, PretrainedMixin):
     r"""RGVT encoder :math:`Z = \Psi^L(X)` (36 parameters for ``adj_max_hop=2, vt_depth=2``).
 

@@ -13,7 +13,7 @@ orthogonal weights and zero biases at initialisation, no dropout and no normalis
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from itertools import pairwise
 
 import torch
@@ -89,18 +89,3 @@ class RGVTHead(nn.Module):
         for lin in self.lins[1:]:
             out = lin(out.relu_())     # in place: the accumulator is ours
         return out
-
-    @staticmethod
-    def stacked_forward(heads: Sequence[RGVTHead], z: Tensor) -> Tensor:
-        """Run ``B`` same-shaped heads on their own inputs at once: ``[B, n, F] -> [B, n, C]``.
-
-        The weights are stacked on the fly (differentiably), so each head keeps its own
-        parameters and optimiser state while the ``B`` products run as one batched GEMM.
-        """
-        if z.dim() != 3 or z.size(0) != len(heads):
-            raise ValueError(f"expected z of shape [{len(heads)}, n, F], got {list(z.shape)}")
-        for i in range(len(heads[0].lins)):
-            w = torch.stack([h.lins[i].weight for h in heads])          # [B, out, in]
-            b = torch.stack([h.lins[i].bias for h in heads]).unsqueeze(1)  # [B, 1, out]
-            z = torch.baddbmm(b, z if i == 0 else z.relu(), w.transpose(1, 2))
-        return z

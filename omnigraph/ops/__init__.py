@@ -11,6 +11,7 @@ from omnigraph.ops.adjacency import (
 from omnigraph.ops.bag_spmm import bag_mm
 from omnigraph.ops.blocked_spmm import ColumnBlockedCSR, split_columns, spmm_into
 from omnigraph.ops.distributed import column_parallel, column_range, gather_columns
+from omnigraph.ops.features import normalize_rows
 from omnigraph.ops.propagate import available_backends, propagate, spmm
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
                                      "gather_columns",
                                      "identity_minus",
                                      "mean_adjacency",
+                                     "normalize_rows",
                                      "propagate",
                                      "rw_adjacency",
                                      "rw_sym_adjacency",

@@ -123,10 +123,10 @@ def to_csr(edge_index: Tensor, value: Tensor, num_nodes: int) -> Tensor:
     """CSR tensor from a coalesced (row-sorted, duplicate-free) ``edge_index`` and its values."""
     crow = torch.zeros(num_nodes + 1, dtype=torch.long)
     crow[1:] = torch.cumsum(torch.bincount(edge_index[0], minlength=num_nodes), 0)
-    return _csr(crow, edge_index[1].contiguous(), value, num_nodes)
+    return csr_tensor(crow, edge_index[1].contiguous(), value, num_nodes)
 
 
-def _csr(crow: Tensor, col: Tensor, value: Tensor, size: int | tuple[int, int]) -> Tensor:
+def csr_tensor(crow: Tensor, col: Tensor, value: Tensor, size: int | tuple[int, int]) -> Tensor:
     """CSR tensor of ``size`` (an int: square); indices are used as they are, not copied."""
     shape = (size, size) if isinstance(size, int) else tuple(size)
     with warnings.catch_warnings():  # torch flags sparse CSR as "beta" on every construction
@@ -186,7 +186,7 @@ def rw_sym_adjacency(edge_index: Tensor, num_nodes: int) -> tuple[Tensor, Tensor
     inv_sqrt = deg.rsqrt()
     rw = torch.repeat_interleave(deg.reciprocal(), counts, output_size=col.numel())
     sym = torch.repeat_interleave(inv_sqrt, counts, output_size=col.numel()).mul_(inv_sqrt[col])
-    return _csr(crow, col, rw, num_nodes), _csr(crow, col, sym, num_nodes)
+    return csr_tensor(crow, col, rw, num_nodes), csr_tensor(crow, col, sym, num_nodes)
 
 
 def mean_adjacency(edge_index: Tensor, num_nodes: int) -> Tensor:

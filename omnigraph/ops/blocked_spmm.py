@@ -26,7 +26,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from omnigraph.ops.adjacency import _csr, pattern_key
+from omnigraph.ops.adjacency import csr_tensor, pattern_key
 from omnigraph.ops.bag_spmm import bag_mm
 
 
@@ -125,7 +125,7 @@ def _split_shared(ops: list[Tensor], num_blocks: int) -> list[ColumnBlockedCSR]:
         block_crow[1:] = counts
         block_col = col[keep].sub_(start)
         for k, op in enumerate(ops):
-            parts[k].append(_csr(block_crow, block_col, op.values()[keep], (n, stop - start)))
+            parts[k].append(csr_tensor(block_crow, block_col, op.values()[keep], (n, stop - start)))
         del keep, counts
     return [ColumnBlockedCSR(tuple(p), starts) for p in parts]
 

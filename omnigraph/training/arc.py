@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import lightning as L
-import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
@@ -28,16 +27,8 @@ from torch.utils.data import DataLoader
 from omnigraph.datasets.flags import graph_flag
 from omnigraph.models.arc import ARCModel, arc_features
 from omnigraph.training._trainer import fit_lightning, resolve_resume, source_names
-from omnigraph.validation import check_graph
-
-#: the best-epoch Lightning checkpoint of a run with ``out_dir`` (``last.ckpt``, to resume, is written as well)
-CHECKPOINT = {"monitor": "train_loss_epoch", "mode": "min"}
-
-
-def episode_generator(seed: int, epoch: int, graph: int) -> torch.Generator:
-    """Independent generator per ``(seed, epoch, graph)``."""
-    state = np.random.SeedSequence([int(seed), int(epoch), int(graph)]).generate_state(2, dtype=np.uint32)
-    return torch.Generator().manual_seed(int(state[0]) << 31 | int(state[1]) >> 1)
+from omnigraph.training.episodes import LOSS_CHECKPOINT, episode_generator
+from omnigraph.validation import source_labels
 
 
 def sample_episode(y: Tensor, num_context: int, generator: torch.Generator,
@@ -131,31 +122,12 @@ class ARCSources:
 def prepare_sources(graphs, d: int = 64, num_hops: int = 2, row_normalize: bool | None = None,
                     self_loops: bool | None = None, label: Sequence | None = None) -> ARCSources:
     """Align and propagate every source graph once (label-free), and check its binary labels."""
-    from torch_geometric.data import Data
-
-    if isinstance(graphs, Data):
-        graphs = [graphs]
-    graphs = list(graphs)
-    if not graphs:
-        raise ValueError("pretrain_arc needs at least one labelled source graph")
-    if label is not None and len(label) != len(graphs):
-        raise ValueError(f"label has {len(label)} entries but {len(graphs)} graphs were given")
     feats, labels = [], []
-    for i, data in enumerate(graphs):
-        check_graph(data)
-        y = label[i] if label is not None else getattr(data, "y", None)
-        if y is None:
-            raise ValueError(f"source graph {i} has no labels: set data.y (1 = anomaly) or pass label=[...]")
-        y = torch.as_tensor(y).flatten()
-        if y.numel() != data.num_nodes:
-            raise ValueError(f"labels of source graph {i} have {y.numel()} entries but it has {data.num_nodes} nodes")
-        if not ((y == 0) | (y == 1)).all():
-            raise ValueError(f"labels of source graph {i} must be binary (0 = normal, 1 = anomaly); for pygod's "
-                             "bit-coded labels pass y > 0")
+    for data, y in source_labels(graphs, label, "pretrain_arc"):
         feats.append(arc_features(data.x, data.edge_index, d=d, num_hops=num_hops,
                                   row_normalize=graph_flag(data, "row_normalize", row_normalize, False),
                                   self_loops=graph_flag(data, "self_loops", self_loops, True)))
-        labels.append(y.long())
+        labels.append(y)
     return ARCSources(feats, labels)
 
 
@@ -215,7 +187,7 @@ def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | l
     module = ARCPretrainModule(model, sources.features, sources.labels, lr=lr, weight_decay=weight_decay,
                                num_context=num_context, seed=seed, max_queries=max_queries)
     with torch.random.fork_rng(devices=[]):
-        trainer = fit_lightning(module, max_epochs=int(epochs), out_dir=out_dir, checkpoint=CHECKPOINT,
+        trainer = fit_lightning(module, max_epochs=int(epochs), out_dir=out_dir, checkpoint=LOSS_CHECKPOINT,
                                 callbacks=callbacks, resume_from=resume_from, accelerator=accelerator,
                                 devices=devices, strategy=strategy, num_nodes=num_nodes, progress_bar=progress_bar,
                                 quiet=not progress_bar, log_every_n_steps=1)

@@ -20,27 +20,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import lightning as L
-import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
 from omnigraph.models.refi_gad import REFIGADNet
 from omnigraph.training._trainer import fit_lightning, resolve_resume, source_names
+from omnigraph.training.episodes import LOSS_CHECKPOINT, episode_generator
 
 #: values in effect in the released ``main.py`` (spec §5.7)
 REFI_GAD_DEFAULTS = {"epochs": 100, "episodes_per_graph": 20, "shots": 50, "num_query_normal": 500,
                      "num_query_anomaly": 50, "lr": 1e-4, "weight_decay": 5e-5, "pos_weight": 4.0}
-
-#: the best-epoch Lightning checkpoint of a run with ``out_dir`` (``last.ckpt``, to resume, is written as well)
-CHECKPOINT = {"monitor": "train_loss_epoch", "mode": "min"}
-
-
-def episode_generator(seed: int, epoch: int, index: int) -> torch.Generator:
-    """Independent generator per ``(seed, epoch, episode index)``."""
-    state = np.random.SeedSequence([int(seed), int(epoch), int(index)]).generate_state(2, dtype=np.uint32)
-    return torch.Generator().manual_seed(int(state[0]) << 31 | int(state[1]) >> 1)
-
 
 def sample_episode(y: Tensor, shots: int, num_query_normal: int, num_query_anomaly: int,
                    generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -146,39 +136,16 @@ class REFIGADPretrainModule(L.LightningModule):
 def source_fingerprints(graphs, fingerprint: dict | None = None, row_normalize: bool | None = None,
                         self_loops: bool | None = None, label: Sequence | None = None
                         ) -> tuple[list[Tensor], list[Tensor]]:
-    """Fingerprints ``[N_g, 5]`` and binary labels of the source graphs (``Data`` objects or dataset names)."""
-    from torch_geometric.data import Data
+    """Fingerprints ``[N_g, 5]`` and binary labels of the source graphs (``Data`` objects)."""
+    from omnigraph.models.fingerprint import graph_fingerprint
+    from omnigraph.validation import source_labels
 
-    from omnigraph.estimators.fingerprint import graph_fingerprint
-    from omnigraph.validation import check_graph
-
-    if isinstance(graphs, (Data, str)):
-        graphs = [graphs]
-    graphs = list(graphs)
-    if not graphs:
-        raise ValueError("pretrain_refi_gad needs at least one labelled source graph")
-    if label is not None and len(label) != len(graphs):
-        raise ValueError(f"label has {len(label)} entries but {len(graphs)} graphs were given")
     fp_cfg = dict(fingerprint or {})
     fps, labels = [], []
-    for i, data in enumerate(graphs):
-        if isinstance(data, str):
-            from omnigraph.datasets import load_dataset
-
-            data = load_dataset(data)
-        check_graph(data)
-        y = label[i] if label is not None else getattr(data, "y", None)
-        if y is None:
-            raise ValueError(f"source graph {i} has no labels: set data.y (1 = anomaly) or pass label=[...]")
-        y = torch.as_tensor(y).flatten()
-        if y.numel() != data.num_nodes:
-            raise ValueError(f"labels of source graph {i} have {y.numel()} entries but it has {data.num_nodes} nodes")
-        if not bool(((y == 0) | (y == 1)).all()):
-            raise ValueError(f"labels of source graph {i} must be binary (0 = normal, 1 = anomaly); for pygod's "
-                             "bit-coded labels pass y > 0")
+    for data, y in source_labels(graphs, label, "pretrain_refi_gad"):
         fps.append(graph_fingerprint(data, fp_cfg.get("sim_scale", "edges"), fp_cfg.get("ties", "average"),
                                      row_normalize, self_loops, cache=False))
-        labels.append(y.long())
+        labels.append(y)
     return fps, labels
 
 
@@ -195,7 +162,7 @@ def pretrain_refi_gad(graphs, epochs: int = 100, episodes_per_graph: int = 20, s
     """Pretrain REFI-GAD on labelled source graphs (spec §5.5); defaults are the release's.
 
     Args:
-        graphs: ``Data`` objects (raw ``x``, ``edge_index``, binary ``y``) or dataset names, or a
+        graphs: ``Data`` objects (raw ``x``, ``edge_index``, binary ``y``), or a
             tuple ``(fingerprints, labels)`` precomputed with :func:`source_fingerprints`.
         epochs, episodes_per_graph, shots, num_query_normal, num_query_anomaly: the schedule.
         lr, weight_decay, pos_weight, legacy_logit_bce: optimiser and loss.
@@ -240,7 +207,7 @@ def pretrain_refi_gad(graphs, epochs: int = 100, episodes_per_graph: int = 20, s
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # dropout (a resumed run restores the RNG state from its checkpoint)
         trainer = fit_lightning(module, max_epochs=int(epochs), datamodule=EpisodeDataModule(dataset),
-                                out_dir=out_dir, checkpoint=CHECKPOINT, callbacks=callbacks, resume_from=resume_from,
+                                out_dir=out_dir, checkpoint=LOSS_CHECKPOINT, callbacks=callbacks, resume_from=resume_from,
                                 accelerator=accelerator, devices=devices, strategy=strategy, num_nodes=num_nodes,
                                 progress_bar=progress_bar, log_every_n_steps=10)
     model = module.model.cpu().eval()
@@ -257,7 +224,6 @@ __all__ = [
     "EpisodeDataModule",
     "EpisodeDataset",
     "REFIGADPretrainModule",
-    "episode_generator",
     "pretrain_refi_gad",
     "sample_episode",
     "source_fingerprints",
