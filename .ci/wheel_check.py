@@ -24,6 +24,10 @@ def main(source: Path) -> int:
     import omnigraph
     from omnigraph import ARC, REFIGAD, RGVT, GraphAny
     from omnigraph.hub import shipped_registry
+    from omnigraph.models.arc import ARCModel
+    from omnigraph.models.graphany import GraphAnyModel
+    from omnigraph.models.refi_gad import REFIGADNet
+    from omnigraph.models.rgvt import RGVTEncoder
 
     failures: list[str] = []
     checks = 0
@@ -49,13 +53,14 @@ def main(source: Path) -> int:
             raise AssertionError("run this check from outside the source tree")
 
     check(f"omnigraph installed in {sys.prefix}", installed)
+    models = {cls.model_type: cls for cls in (RGVTEncoder, GraphAnyModel, REFIGADNet, ARCModel)}
     estimators = {"rgvt": RGVT, "graphany": GraphAny, "refi-gad": REFIGAD, "arc": ARC}
     registry = shipped_registry()
     if not registry:
         failures.append("the installed package ships no checkpoint")
     for name, entry in sorted(registry.items()):
         kind = entry["model_type"]
-        for cls in (estimators[kind],):
+        for cls in (models[kind], estimators[kind]):
             check(f"{cls.__name__}.from_pretrained({name!r})", lambda cls=cls, name=name: cls.from_pretrained(name))
 
     exe = Path(sys.executable).with_name("omnigraph")

@@ -220,17 +220,18 @@ def work_rgvt_estimator(spec: dict) -> dict:
     predict_s, predict_peak = time.perf_counter() - start, peak_mib()
     x_mib, edge_mib = _tensor_mib(data.x), _tensor_mib(data.edge_index)
     inputs = x_mib + edge_mib
+    ops = clf._graph(data)["ops"]
     return {"nodes": data.num_nodes, "edges": int(data.edge_index.size(1)), "features": int(data.x.size(1)),
             "n_train": int(data.train_mask.sum()), "n_val": int(data.val_mask.sum()), "depth": clf.depth_,
             "test_accuracy": float((pred[data.test_mask] == data.y[data.test_mask]).float().mean()),
-            "x_mib": x_mib, "edge_index_mib": edge_mib, "operators_mib": _sparse_mib(*clf._graph(data)["ops"]),
+            "x_mib": x_mib, "edge_index_mib": edge_mib, "operators_mib": _sparse_mib(*ops),
             "interpreter_mib": interpreter, "loaded_mib": loaded, "after_fit_mib": after_fit,
             "fit_seconds": fit_s, "fit_peak_rss_mib": fit_peak,
             "seconds": predict_s, "peak_rss_mib": predict_peak,
             "inference_over_inputs": (predict_peak - interpreter) / inputs,
             "process_over_inputs": predict_peak / inputs, "fit_over_inputs": (fit_peak - interpreter) / inputs,
             "row_blocks": _row_blocks(clf, data), "torch_threads": torch.get_num_threads(),
-            "kernel": _kernel(clf._graph(data)["ops"], clf.encoder, data.num_nodes, int(data.x.size(1)))}
+            "kernel": _kernel(ops, clf.encoder, data.num_nodes, int(data.x.size(1)))}
 
 
 def _row_blocks(clf, data) -> int:
