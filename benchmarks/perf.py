@@ -154,7 +154,7 @@ def _encoder_pass(encoder, data, x):
     overwriting one buffer. Returns ``(operators, Z_8)``; Z_8 is valid until the next pass."""
     import torch
 
-    from omnigraph.estimators.rgvt import inference_operators
+    from omnigraph.estimators.rgvt_adapt import inference_operators
 
     ops = inference_operators(encoder, data, None)
     with torch.no_grad():

@@ -30,7 +30,8 @@ from pathlib import Path
 import torch
 
 from omnigraph.benchmark.nc import suite_graphs
-from omnigraph.estimators.rgvt import RGVT, adapt_representations, labelled_representations
+from omnigraph.estimators.rgvt import RGVT
+from omnigraph.estimators.rgvt_adapt import adapt_representations, labelled_representations
 
 NAME = "rgvt_fast_vs_reference"
 PROTOCOLS = ("fast", "reference")
@@ -61,7 +62,7 @@ def run_graph(encoder, data, seeds: list[int], keep_bytes: int, protocols: tuple
     for protocol in protocols:
         start = time.perf_counter()
         fitted[protocol] = adapt_representations(iter(labelled), train.numel(), y_train, y_val, num_classes,
-                                                 protocol, seeds)
+                                                 protocol=protocol, seeds=seeds)
         row[f"{protocol}_adapt_seconds"] = time.perf_counter() - start
     chosen = {a.depth for results in fitted.values() for a in results}
     test_z = ({d: z[n_lab:] for d, z in reps if d in chosen} if keep_test

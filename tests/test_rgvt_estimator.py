@@ -11,7 +11,8 @@ from sklearn.exceptions import NotFittedError
 from tolerance import assert_all_same_up_to_kernel
 
 from omnigraph import RGVT
-from omnigraph.estimators.rgvt import adapt, ridge_depth_scores, train_heads
+from omnigraph.estimators.rgvt_adapt import adapt, ridge_depth_scores
+from omnigraph.models.rgvt_head import train_heads
 from omnigraph.hub import publish
 from omnigraph.models.rgvt import RGVTEncoder
 from omnigraph.models.rgvt_head import RGVTHead
@@ -109,7 +110,7 @@ def test_default_protocols_share_the_head_recipe(graph):
 def test_fast_early_stopping_on_a_validation_subset(graph, monkeypatch):
     """Above FAST_STOP_ROWS validation nodes, fast mode stops on a fixed subset of that size:
     reproducible, and val_accuracy_ still covers every validation node."""
-    import omnigraph.estimators.rgvt as rgvt_module
+    import omnigraph.estimators.rgvt_adapt as rgvt_module
 
     kw = {"depths": (1,), "max_epochs": 60, "patience": 10, "seed": 0}
     n_val = int(graph.val_mask.sum())
@@ -163,7 +164,7 @@ def test_batched_head_training_equals_one_head_at_a_time():
 def test_ridge_depth_scores_match_sklearn(n_train):
     from sklearn.linear_model import RidgeClassifier
 
-    from omnigraph.estimators.rgvt import RIDGE_ALPHAS
+    from omnigraph.estimators.rgvt_adapt import RIDGE_ALPHAS
 
     g = torch.Generator().manual_seed(1)
     y = torch.arange(80) % 3
@@ -280,7 +281,7 @@ def test_fit_works_under_no_grad(graph):
 
 def test_labelled_rows_chunk_major_equals_depth_major(graph):
     """Few labelled rows: one chunk-major pass; many: the depth-major buffer. Same numbers up to rounding."""
-    from omnigraph.estimators.rgvt import labelled_representations
+    from omnigraph.estimators.rgvt_adapt import labelled_representations
 
     enc = _encoder(2)
     ops = enc.build_operators(graph.edge_index, graph.num_nodes, transposes=False)

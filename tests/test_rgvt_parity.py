@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from omnigraph.datasets.yandex import load_yandex_npz
-from omnigraph.estimators.rgvt import adapt
+from omnigraph.estimators.rgvt_adapt import adapt
 from omnigraph.models.rgvt import RGVTEncoder
 
 # graph: (expected test hits, test size, expected L*, tolerance in test nodes)
