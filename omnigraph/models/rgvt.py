@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -44,13 +43,9 @@ from torch import Tensor, nn
 
 from omnigraph._npz import load_npz
 from omnigraph.hub import PretrainedMixin
-from omnigraph.ops import ColumnBlockedCSR, rw_sym_adjacency, split_columns, spmm_into
-from omnigraph.ops.adjacency import csr_tensor, pattern_key
+from omnigraph.ops import RGVTOperators, column_blocks, rw_sym_adjacency, spmm_into, spmm_kernel
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
 from omnigraph.validation import check_memory
-
-#: values of :attr:`RGVTEncoder.spmm_backend`
-SPMM_BACKENDS = ("auto", "torch", "embedding_bag")
 
 
 def _powers(op: Tensor, op_t: Tensor | None, x: Tensor, hops: int) -> list[Tensor]:
@@ -61,78 +56,6 @@ def _powers(op: Tensor, op_t: Tensor | None, x: Tensor, hops: int) -> list[Tenso
     for _ in range(hops):
         out.append(spmm_grad(op, op_t, out[-1]))
     return out
-
-
-class RGVTOperators(NamedTuple):
-    """The two sparse ``[N, N]`` propagation operators of one graph (built once, reused),
-    with their transposes for a fast backward pass (``A_sym`` is symmetric, ``A_rw`` is not).
-    For inference on large graphs ``rw`` and ``sym`` may be column-blocked
-    (:class:`~omnigraph.ops.ColumnBlockedCSR`, see :meth:`RGVTEncoder.blocks_for`)."""
-
-    rw: Tensor | ColumnBlockedCSR
-    sym: Tensor | ColumnBlockedCSR
-    rw_t: Tensor | None = None
-    sym_t: Tensor | None = None
-
-    @property
-    def num_nodes(self) -> int:
-        return self.rw.size(0)
-
-    def to(self, *args) -> RGVTOperators:
-        return RGVTOperators(*(None if m is None else m.to(*args) for m in self))
-
-    @property
-    def blocked(self) -> bool:
-        return isinstance(self.rw, ColumnBlockedCSR)
-
-    def with_layout(self, layout: str, blocks: int = 1) -> RGVTOperators:
-        """The same operators as ``"csr"`` or ``"coo"`` sparse matrices (converted only if needed;
-        operators that shared one pattern still share it after the conversion), with
-        ``blocks > 1`` split into that many CSR column blocks. Column blocks are for inference:
-        the transposes (kept for a backward pass) are left out of a blocked result, so the
-        operators of a training graph serve its no-grad validation pass too.
-        Operators that are already column-blocked are returned as they are."""
-        if layout not in ("csr", "coo"):
-            raise ValueError(f"layout must be 'csr' or 'coo', got {layout!r}")
-        if self.blocked:
-            return self
-        if blocks > 1:
-            if layout != "csr":
-                raise ValueError("column blocks are CSR operators: pass layout='csr' with blocks > 1")
-            return RGVTOperators(*split_columns(self.with_layout("csr")[:2], blocks))
-        want = torch.sparse_csr if layout == "csr" else torch.sparse_coo
-        if all(m is None or m.layout == want for m in self):
-            return self
-        done: dict[tuple, Tensor] = {}     # converted index pattern -> a converted operator
-        out = []
-        for m in self:
-            if m is None or m.layout == want:
-                out.append(m)
-                continue
-            key = pattern_key(m)
-            if key in done:
-                out.append(_with_values(done[key], _values(m)))
-            else:
-                done[key] = _as_layout(m, layout)
-                out.append(done[key])
-        return RGVTOperators(*out)
-
-
-def _values(op: Tensor) -> Tensor:
-    return op.values() if op.layout == torch.sparse_csr else op._values()
-
-
-def _with_values(op: Tensor, values: Tensor) -> Tensor:
-    """A sparse matrix with the index pattern of ``op`` (shared, not copied) and new values."""
-    if op.layout == torch.sparse_csr:
-        return csr_tensor(op.crow_indices(), op.col_indices(), values, op.shape)
-    return torch.sparse_coo_tensor(op._indices(), values, op.shape, is_coalesced=True)
-
-
-def _as_layout(op: Tensor, layout: str) -> Tensor:
-    if layout == "csr":
-        return op if op.layout == torch.sparse_csr else op.to_sparse_csr()
-    return op if op.layout == torch.sparse_coo else op.to_sparse_coo().coalesce()
 
 
 class ViewMLP(nn.Module):
@@ -193,9 +116,8 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
 
     model_type = "rgvt"
     #: floats in one chunk's ``2K+1`` views when ``chunk_size`` is None (128 MB; a step's working
-    #: set is about 1.2x that without autograd). Wide enough for efficient SpMM (chunks narrower
-    #: than ~200 columns made a Coauthor-Physics step 2.3x slower on CPU), small enough to bound
-    #: memory on wide graphs.
+    #: set is about 1.2x that without autograd): wide enough for efficient SpMM, small enough to
+    #: bound memory on wide graphs (``docs/gpu.md``, "RGVT's CPU kernels").
     chunk_floats: int = 1 << 25
     #: chunks narrower than this use CSR operators and ``torch.sparse.mm`` (see :meth:`kernel_for`)
     csr_below_columns: int = 448
@@ -269,59 +191,22 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         return RGVTOperators(ops.rw, ops.sym, transpose(ops.rw), ops.sym) if transposes else ops
 
     def kernel_for(self, columns: int, device: str | torch.device = "cpu") -> tuple[str, str]:
-        r"""``(layout, backend)`` of the inference products for chunks of ``columns`` columns:
-        the operators' sparse layout (``"csr"``/``"coo"``) and the :func:`~omnigraph.ops.spmm_into`
-        back-end (``"torch"``: ``torch.sparse.mm``; ``"embedding_bag"``: :func:`~omnigraph.ops.bag_mm`).
-
-        With :attr:`spmm_backend` ``"torch"``, chunks narrower than :attr:`csr_below_columns`
-        use CSR and wider ones COO. Time of one inference step, COO over CSR (torch 2.13, one
-        thread): 2.1x on 64-column chunks of a 10^5-node power-law graph, 1.5x on
-        Coauthor-Physics (194 columns), 1.3x on Coauthor-CS (366), 1.25x on Airports-Europe
-        (399); 0.69x on Amazon-Computers (487), 0.70x on Amazon-Photo (745).
-
-        ``"auto"`` (the default) is the same, except that on a CPU the wide chunks run as
-        embedding bags on the CSR operators: it sums every row in the order of the COO kernel,
-        and gave bit-identical :math:`Z_1, \dots, Z_8` on all twelve suite graphs whose chunks
-        are this wide (both weight sets), with the encoder pass 2.1x faster on
-        Amazon-Computers, 1.5x on Amazon-Photo and 1.1x on Cora (``docs/results/performance.md``).
-        ``"embedding_bag"`` uses embedding bags at every width: also 1.1-2.0x faster on the
-        CSR-width suite graphs (DBLP, Coauthor-CS and -Physics), but there it changes results by
-        float rounding (~1e-7), and the published tables were made without it. Column-blocked
-        operators (:meth:`blocks_for`) always use ``torch.sparse.mm``; the layout changes results
-        only by rounding.
-        """
-        if self.spmm_backend not in SPMM_BACKENDS:
-            raise ValueError(f"spmm_backend must be one of {SPMM_BACKENDS}, got {self.spmm_backend!r}")
-        narrow = columns < self.csr_below_columns
-        if self.spmm_backend == "embedding_bag" or (
-                self.spmm_backend == "auto" and not narrow and torch.device(device).type == "cpu"):
-            return "csr", "embedding_bag"
-        return ("csr" if narrow else "coo"), "torch"
+        """``(layout, backend)`` of the inference products for chunks of ``columns`` columns:
+        :func:`~omnigraph.ops.operator_pair.spmm_kernel` with :attr:`spmm_backend` and
+        :attr:`csr_below_columns`. Column-blocked operators (:meth:`blocks_for`) always use
+        ``torch.sparse.mm``; the layout changes results only by rounding."""
+        return spmm_kernel(columns, device, self.spmm_backend, self.csr_below_columns)
 
     def layout_for(self, columns: int, device: str | torch.device = "cpu") -> str:
         """Sparse layout of the operators for chunks of ``columns`` columns (see :meth:`kernel_for`)."""
         return self.kernel_for(columns, device)[0]
 
     def blocks_for(self, num_nodes: int, columns: int, device: str | torch.device = "cpu") -> int:
-        r"""Column blocks of the inference operators for chunks of ``columns`` columns.
-
-        On a CPU, graphs of at least :attr:`block_min_nodes` nodes with chunks narrower than
-        :attr:`csr_below_columns` get :math:`\lceil 4 N c / \text{block\_bytes} \rceil`
-        blocks, so that each block's SpMM gathers its feature rows from the cache
-        (:mod:`omnigraph.ops.blocked_spmm`; one SpMM on 6-column chunks of a 10^6-node, 2 * 10^7-entry graph: 0.25 s unblocked,
-        0.15 s with 6 blocks of 4 MiB; 64-column chunks of a 10^5-node power-law graph: the
-        whole 8-depth pass 4.7 s unblocked, 2.6 s with 7 blocks). Blocking re-associates each
-        row's sum (results move by ~1e-7), so it is off below :attr:`block_min_nodes`, 2^16,
-        the smallest power of two above every graph of the published benchmark tables
-        (Coauthor-Physics: 34,493 nodes), whose numbers it would otherwise move by rounding;
-        set ``block_min_nodes = 0`` to use it there too (SpMM with 2-4 blocks:
-        Coauthor-Physics 3x faster, Coauthor-CS and Amazon-Computers 1.9x; no gain on Cora
-        or DBLP).
-        """
-        if (num_nodes < self.block_min_nodes or columns >= self.csr_below_columns
-                or torch.device(device).type != "cpu"):
-            return 1
-        return max(1, min(num_nodes, -(-4 * num_nodes * columns // self.block_bytes)))
+        """Column blocks of the inference operators: :func:`~omnigraph.ops.operator_pair.column_blocks`
+        with :attr:`block_min_nodes` (2^16, above every graph of the published tables, whose numbers
+        blocking would move by rounding), :attr:`csr_below_columns` and :attr:`block_bytes`."""
+        return column_blocks(num_nodes, columns, device, min_nodes=self.block_min_nodes,
+                             csr_below_columns=self.csr_below_columns, block_bytes=self.block_bytes)
 
     def _operators(self, x: Tensor, edge_index: Tensor | None, operators: RGVTOperators | None) -> RGVTOperators:
         if x.dim() != 2:
@@ -501,4 +386,4 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
             yield layer, cur
 
 
-__all__ = ["RGVTEncoder", "RGVTOperators", "ViewMLP"]
+__all__ = ["RGVTEncoder", "ViewMLP"]

@@ -12,12 +12,16 @@ from omnigraph.ops.bag_spmm import bag_mm
 from omnigraph.ops.blocked_spmm import ColumnBlockedCSR, split_columns, spmm_into
 from omnigraph.ops.distributed import column_parallel, column_range, gather_columns
 from omnigraph.ops.features import normalize_rows
+from omnigraph.ops.operator_pair import SPMM_BACKENDS, RGVTOperators, column_blocks, spmm_kernel
 from omnigraph.ops.propagate import available_backends, propagate, spmm
 
 __all__ = [
+                                     "SPMM_BACKENDS",
                                      "ColumnBlockedCSR",
+                                     "RGVTOperators",
                                      "available_backends",
                                      "bag_mm",
+                                     "column_blocks",
                                      "column_parallel",
                                      "column_range",
                                      "gather_columns",
@@ -31,6 +35,7 @@ __all__ = [
                                      "split_columns",
                                      "spmm",
                                      "spmm_into",
+                                     "spmm_kernel",
                                      "sym_adjacency",
                                      "undirected_pattern",
 ]

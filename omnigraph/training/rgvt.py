@@ -27,8 +27,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
-from omnigraph.models.rgvt import RGVTEncoder, RGVTOperators
+from omnigraph.models.rgvt import RGVTEncoder
 from omnigraph.models.rgvt_head import RGVTHead
+from omnigraph.ops import RGVTOperators
 from omnigraph.training._trainer import fit_lightning, resolve_resume
 from omnigraph.validation import check_graph, check_node_labels
 
