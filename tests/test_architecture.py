@@ -14,7 +14,8 @@ PACKAGE = Path(omnigraph.__file__).resolve().parent
 
 #: lowest first; a module may import its own layer and those below it
 LAYERS = [
-    ("base", ("omnigraph._config", "omnigraph._npz", "omnigraph._cache", "omnigraph._files", "omnigraph.validation")),
+    ("base", ("omnigraph._config", "omnigraph._npz", "omnigraph._cache", "omnigraph._files", "omnigraph.memory",
+              "omnigraph.validation")),
     ("ops", ("omnigraph.ops",)),
     ("datasets", ("omnigraph.datasets",)),
     ("hub", ("omnigraph.hub",)),

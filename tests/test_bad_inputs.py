@@ -16,7 +16,7 @@ import torch
 from torch_geometric.data import Data
 
 import omnigraph
-from omnigraph import validation
+from omnigraph import memory
 from omnigraph._files import sha256_file
 from omnigraph.cli import main as cli
 from omnigraph.estimators.arc import ARC
@@ -590,34 +590,34 @@ def test_cli_predict_works_on_a_valid_file(tmp_path, capsys):
 # ------------------------------------------------------------------------------------------------ memory guard
 @pytest.fixture
 def limit():
-    saved = validation._max_bytes
-    yield validation.set_max_bytes
-    validation._max_bytes = saved
+    saved = memory._max_bytes
+    yield memory.set_max_bytes
+    memory._max_bytes = saved
 
 
 def test_check_memory_limit_sources(limit, monkeypatch):
-    monkeypatch.delenv(validation.ENV_MAX_BYTES, raising=False)
+    monkeypatch.delenv(memory.ENV_MAX_BYTES, raising=False)
     limit()  # back to the environment / physical memory
-    assert validation.get_max_bytes() is None or validation.get_max_bytes() > 1 << 20
-    monkeypatch.setenv(validation.ENV_MAX_BYTES, "2K")
-    assert validation.get_max_bytes() == 2048
-    with pytest.raises(validation.MemoryLimitError, match=r"dense thing needs about 4\.0 KiB.*2\.0 KiB; chunk it"):
-        validation.check_memory(4096, "dense thing", "chunk it")
-    validation.check_memory(2048, "dense thing")  # at the limit is fine
-    monkeypatch.setenv(validation.ENV_MAX_BYTES, "lots")
+    assert memory.get_max_bytes() is None or memory.get_max_bytes() > 1 << 20
+    monkeypatch.setenv(memory.ENV_MAX_BYTES, "2K")
+    assert memory.get_max_bytes() == 2048
+    with pytest.raises(memory.MemoryLimitError, match=r"dense thing needs about 4\.0 KiB.*2\.0 KiB; chunk it"):
+        memory.check_memory(4096, "dense thing", "chunk it")
+    memory.check_memory(2048, "dense thing")  # at the limit is fine
+    monkeypatch.setenv(memory.ENV_MAX_BYTES, "lots")
     with pytest.raises(ValueError, match="OMNIGRAPH_MAX_BYTES='lots'"):
-        validation.get_max_bytes()
+        memory.get_max_bytes()
     limit("1M")  # the setter wins over the environment
-    assert validation.get_max_bytes() == 1 << 20
+    assert memory.get_max_bytes() == 1 << 20
     limit(None)  # no limit at all
-    validation.check_memory(1 << 60, "anything")
-    with validation.max_bytes(100), pytest.raises(MemoryError):  # also a MemoryError
-        validation.check_memory(101, "x")
-    assert validation.get_max_bytes() is None
+    memory.check_memory(1 << 60, "anything")
+    with memory.max_bytes(100), pytest.raises(MemoryError):  # also a MemoryError
+        memory.check_memory(101, "x")
+    assert memory.get_max_bytes() is None
     for bad in ("-1", "0", "1X"):
         with pytest.raises(ValueError):
-            validation.parse_bytes(bad)
-    assert validation.parse_bytes("1.5G") == 3 << 29 and validation.parse_bytes("8GiB") == 8 << 30
+            memory.parse_bytes(bad)
+    assert memory.parse_bytes("1.5G") == 3 << 29 and memory.parse_bytes("8GiB") == 8 << 30
 
 
 def test_memory_guard_before_rgvt_views(limit):
@@ -625,9 +625,9 @@ def test_memory_guard_before_rgvt_views(limit):
     enc = RGVTEncoder()
     views = 4 * enc.num_views * N * F  # all columns in one chunk
     limit(views - 1)
-    with pytest.raises(validation.MemoryLimitError, match=r"RGVT views \[5, 30, 6\].*smaller chunk_size"):
+    with pytest.raises(memory.MemoryLimitError, match=r"RGVT views \[5, 30, 6\].*smaller chunk_size"):
         enc(d.x, d.edge_index, depth=2, chunk_size=F)
-    with pytest.raises(validation.MemoryLimitError, match="RGVT views"):
+    with pytest.raises(memory.MemoryLimitError, match="RGVT views"):
         RGVT(enc, max_epochs=2, depths=(1,), chunk_size=F).fit(d)
     limit(views // F)  # one column per chunk fits: same numbers
     z = enc(d.x, d.edge_index, depth=2, chunk_size=1)
@@ -638,7 +638,7 @@ def test_memory_guard_before_rgvt_views(limit):
 def test_memory_guard_before_dense_fingerprint(limit):
     d = gad_graph()
     limit(6 * N * N * 4 - 1)
-    with pytest.raises(validation.MemoryLimitError, match=r"dense reference fingerprint.*reference=False"):
+    with pytest.raises(memory.MemoryLimitError, match=r"dense reference fingerprint.*reference=False"):
         RelationalFingerprint(reference=True)(d)
     assert RelationalFingerprint()(d).shape == (N, 5)  # the sparse default path is not affected
     limit(None)
@@ -666,7 +666,7 @@ def test_an_absurd_class_id_is_refused_before_any_allocation(make):
     from omnigraph.estimators.baselines import SupervisedBaseline
 
     est = {"rgvt": rgvt, "graphany": graphany, "baseline": lambda: SupervisedBaseline(kind="mlp", max_epochs=2)}[make]()
-    with validation.max_bytes("64MiB"), pytest.raises(ValueError, match=r"largest class id is 1000000000.*relabel"):
+    with memory.max_bytes("64MiB"), pytest.raises(ValueError, match=r"largest class id is 1000000000.*relabel"):
         est.fit(_absurd_class(nc_graph()))
     d = _absurd_class(nc_graph(), value=C + 5)       # a few absent classes: still fine (ids with small gaps)
     assert est.fit(d).n_classes_ == C + 6

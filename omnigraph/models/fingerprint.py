@@ -59,9 +59,9 @@ from torch import Tensor
 
 from omnigraph._cache import GraphCache
 from omnigraph.datasets.flags import graph_flag
+from omnigraph.memory import check_memory
 from omnigraph.ops import normalize_rows, propagate, simple_undirected, sym_adjacency
 from omnigraph.ops.adjacency import to_csr
-from omnigraph.validation import check_memory
 
 COLUMNS = ("gd", "nd", "np", "degree", "lc")
 _EPS_DEG = 1e-8  # the release's denominator guard for ND / NP

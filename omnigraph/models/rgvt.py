@@ -43,9 +43,9 @@ from torch import Tensor, nn
 
 from omnigraph._npz import load_npz
 from omnigraph.hub import PretrainedMixin
+from omnigraph.memory import check_memory
 from omnigraph.ops import RGVTOperators, column_blocks, rw_sym_adjacency, spmm_into, spmm_kernel
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
-from omnigraph.validation import check_memory
 
 
 def _powers(op: Tensor, op_t: Tensor | None, x: Tensor, hops: int) -> list[Tensor]:
