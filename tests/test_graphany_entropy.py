@@ -8,20 +8,44 @@ import pytest
 import torch
 from test_graphany_model import one_thread  # noqa: F401  (autouse fixture: one thread)
 from tolerance import assert_same_up_to_kernel
+from torch import Tensor
 
-import omnigraph.models.entropy_distance as ed
-from omnigraph.models.entropy_distance import (
-    EntropyDistance,
-    binary_search_perplexity,
-    off_diagonal,
-    pairwise_sq_dist,
-    search_columns,
-    sq_dist_columns,
-    target_entropy,
-)
+import omnigraph.ops.perplexity as pp
+from omnigraph.models.entropy_distance import EntropyDistance, sq_dist_columns
+from omnigraph.ops.perplexity import binary_search_perplexity, search_columns, target_entropy
 
 TOL = float(np.float32(1e-5))
 EPS = float(np.float32(1e-8))
+
+
+def pairwise_sq_dist(y: Tensor) -> Tensor:
+    r"""Squared Euclidean distances between the channels of every node.
+
+    Args:
+        y: ``[N, t, C]`` channel predictions.
+
+    Returns:
+        ``[N, t, t]`` float32 distances, computed in float64 and rounded once, with an exact
+        zero diagonal.
+    """
+    if y.dim() != 3:
+        raise ValueError(f"channel predictions must have shape [N, t, C], got {list(y.shape)}")
+    n, t, _ = y.shape
+    i, j = torch.triu_indices(t, t, 1, device=y.device)
+    y64 = y.detach().to(torch.float64)
+    diff = y64[:, i] - y64[:, j]                       # each unordered pair once
+    half = (diff * diff).sum(-1).to(torch.float32)     # [N, t(t-1)/2]
+    out = torch.zeros(n, t, t, dtype=torch.float32, device=y.device)
+    out[:, i, j] = half
+    out[:, j, i] = half
+    return out
+
+
+def off_diagonal(m: Tensor) -> Tensor:
+    """``[N, t, t] -> [N, t, t-1]``: drop the diagonal, keep row-major order of the rest."""
+    n, t, _ = m.shape
+    keep = ~torch.eye(t, dtype=torch.bool, device=m.device)
+    return m[:, keep].view(n, t, t - 1)
 
 
 def slow_row(d: list[float], entropy: float) -> list[float]:
@@ -164,7 +188,7 @@ def wide_rows(seed: int, n: int = 400) -> torch.Tensor:
 def plain_walk(d: torch.Tensor, h_star: float, tol: float, max_iter: int):
     """``_walk_start`` that skips nothing: beta = 1, no bounds, no steps taken."""
     ones = torch.ones(d.size(1), dtype=torch.float64)
-    return ones, 0 * ones, ed._NO_UPPER * ones, 0 * ones
+    return ones, 0 * ones, pp._NO_UPPER * ones, 0 * ones
 
 
 @pytest.mark.parametrize("max_iter", [100, 9])
@@ -173,9 +197,9 @@ def test_skipping_the_certain_walk_changes_nothing(entropy, max_iter, monkeypatc
     """Starting after the certain doubling/halving steps gives the very same beta (and P) as walking them."""
     d = wide_rows(0).to(torch.float64).t().contiguous()
     p, beta = search_columns(d, target_entropy(entropy), max_iter=max_iter)
-    _, _, _, skipped = ed._walk_start(d, target_entropy(entropy), ed.PERPLEXITY_TOLERANCE, max_iter)
+    _, _, _, skipped = pp._walk_start(d, target_entropy(entropy), pp.PERPLEXITY_TOLERANCE, max_iter)
     assert skipped.sum() > 3 * d.size(1)                 # the skip is substantial here
-    monkeypatch.setattr(ed, "_walk_start", plain_walk)
+    monkeypatch.setattr(pp, "_walk_start", plain_walk)
     p_walk, beta_walk = search_columns(d, target_entropy(entropy), max_iter=max_iter)
     assert torch.equal(beta, beta_walk)
     assert torch.equal(p, p_walk)
@@ -193,7 +217,7 @@ def test_skipped_steps_have_the_predicted_outcome(entropy):
     """Each skipped step is a doubling (H > H* + tol) or a halving (H < H* - tol) for scikit-learn too."""
     h_star = target_entropy(entropy)
     rows = wide_rows(1)
-    beta, _, _, skipped = ed._walk_start(rows.to(torch.float64).t(), h_star, TOL, 100)
+    beta, _, _, skipped = pp._walk_start(rows.to(torch.float64).t(), h_star, TOL, 100)
     for d, b, n in zip(rows.tolist(), beta.tolist(), skipped.long().tolist()):
         up = b > 1.0
         for j in range(n):
@@ -227,7 +251,7 @@ def test_torch_exp_and_log_give_the_same_result(monkeypatch):
     rounding."""
     d = wide_rows(3)
     p, beta = binary_search_perplexity(d, 1.0)
-    monkeypatch.setattr(ed, "_numpy_is_faster", lambda x: False)
+    monkeypatch.setattr(pp, "_numpy_is_faster", lambda x: False)
     p_torch, beta_torch = binary_search_perplexity(d, 1.0)
     assert torch.equal(beta, beta_torch)
     np.testing.assert_allclose(p.numpy(), p_torch.numpy(), atol=1e-14, rtol=0)
