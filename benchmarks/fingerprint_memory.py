@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     rss_before = _rss_mib()
     tracemalloc.start()
     start = time.perf_counter()
-    fp = RelationalFingerprint(sim_scale=args.sim_scale).forward(x, ei, args.nodes)
+    fp = RelationalFingerprint(sim_scale=args.sim_scale).fingerprint(x, ei, args.nodes)
     seconds = time.perf_counter() - start
     _, py_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -248,7 +248,7 @@ def work_fingerprint(spec: dict) -> dict:
     base = rss_mib()
     reset_peak()
     start = time.perf_counter()
-    fp = RelationalFingerprint().forward(data.x, data.edge_index, data.num_nodes)
+    fp = RelationalFingerprint().fingerprint(data.x, data.edge_index, data.num_nodes)
     seconds = time.perf_counter() - start
     assert fp.shape == (data.num_nodes, 5)
     return {"seconds": seconds, "nodes": data.num_nodes, "edges": int(data.edge_index.size(1)),

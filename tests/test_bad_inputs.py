@@ -640,9 +640,9 @@ def test_memory_guard_before_dense_fingerprint(limit):
     limit(6 * N * N * 4 - 1)
     with pytest.raises(memory.MemoryLimitError, match=r"dense reference fingerprint.*reference=False"):
         RelationalFingerprint(reference=True)(d)
-    assert RelationalFingerprint()(d).shape == (N, 5)  # the sparse default path is not affected
+    assert RelationalFingerprint()(d).fingerprint.shape == (N, 5)  # the sparse default path is not affected
     limit(None)
-    assert RelationalFingerprint(reference=True)(d).shape == (N, 5)
+    assert RelationalFingerprint(reference=True)(d).fingerprint.shape == (N, 5)
 
 
 def test_fingerprint_detector_validates_like_the_others():

@@ -80,7 +80,7 @@ def _brute(data, self_loops=True, sim_scale="global"):
 @pytest.mark.parametrize("sim_scale", ["edges", "global"])
 def test_each_statistic_matches_brute_force(nonneg, self_loops, sim_scale):
     data = _graph(seed=3 if nonneg else 1, nonneg=nonneg)
-    got = RelationalFingerprint(self_loops=self_loops, sim_scale=sim_scale, rank=False)(data).double().numpy()
+    got = RelationalFingerprint(self_loops=self_loops, sim_scale=sim_scale, rank=False)(data).fingerprint.double().numpy()
     want = _brute(data, self_loops, sim_scale)
     for c, name in enumerate(COLUMNS):
         np.testing.assert_allclose(got[:, c], want[:, c], rtol=1e-4, atol=1e-5, err_msg=name)
@@ -99,14 +99,14 @@ def test_triangles_match_networkx_on_denser_graph():
 def test_dense_reference_parity_with_global_scaling():
     """Spec pitfall 6: raw statistics agree to float tolerance; ranks agree except among ties."""
     data = _graph(n=60, seed=5, nonneg=True)
-    sparse = RelationalFingerprint(sim_scale="global", rank=False)(data)
-    dense = RelationalFingerprint(reference=True, rank=False)(data)
+    sparse = RelationalFingerprint(sim_scale="global", rank=False)(data).fingerprint
+    dense = RelationalFingerprint(reference=True, rank=False)(data).fingerprint
     torch.testing.assert_close(sparse, dense, rtol=1e-4, atol=1e-5)
     # the release ranks ordinally: compare like with like (average ranks lie inside the same bounds)
-    _assert_ranks_agree_up_to_ties(RelationalFingerprint(sim_scale="global", ties="ordinal")(data),
-                                   RelationalFingerprint(reference=True)(data), dense)
-    _assert_ranks_agree_up_to_ties(RelationalFingerprint(sim_scale="global")(data),
-                                   RelationalFingerprint(reference=True)(data), dense, exact_if_tie_free=False)
+    _assert_ranks_agree_up_to_ties(RelationalFingerprint(sim_scale="global", ties="ordinal")(data).fingerprint,
+                                   RelationalFingerprint(reference=True)(data).fingerprint, dense)
+    _assert_ranks_agree_up_to_ties(RelationalFingerprint(sim_scale="global")(data).fingerprint,
+                                   RelationalFingerprint(reference=True)(data).fingerprint, dense, exact_if_tie_free=False)
 
 
 def _assert_ranks_agree_up_to_ties(r1, r2, raw, tol=1e-5, exact_if_tie_free=True):
@@ -130,8 +130,8 @@ def _assert_ranks_agree_up_to_ties(r1, r2, raw, tol=1e-5, exact_if_tie_free=True
 
 def test_dense_reference_parity_on_facebook(data_root):
     data = omnigraph.load_dataset("gad/facebook")
-    sparse = RelationalFingerprint(self_loops=False, sim_scale="global", rank=False)(data)
-    dense = RelationalFingerprint(self_loops=False, reference=True, rank=False)(data)
+    sparse = RelationalFingerprint(self_loops=False, sim_scale="global", rank=False)(data).fingerprint
+    dense = RelationalFingerprint(self_loops=False, reference=True, rank=False)(data).fingerprint
     torch.testing.assert_close(sparse, dense, rtol=1e-4, atol=1e-4)
     # the injected/real columns separate as the independent re-implementation found (spec §5.3)
     from sklearn.metrics import roc_auc_score
@@ -148,14 +148,14 @@ def test_reference_memory_guard():
 
 def test_output_shape_range_and_uniform_marginals():
     data = _graph(n=41)
-    p = omnigraph.RelationalFingerprint(ties="ordinal")(data)
+    p = omnigraph.RelationalFingerprint(ties="ordinal")(data).fingerprint
     assert p.shape == (41, 5) and p.dtype == torch.float32
     for c in range(5):  # ordinal ranks: a permutation of 0, 2.5, ..., 100
         assert torch.allclose(p[:, c].sort().values, torch.arange(41) * 2.5)
-    avg = omnigraph.RelationalFingerprint()(data)         # the default, average ranks of tie groups
+    avg = omnigraph.RelationalFingerprint()(data).fingerprint         # the default, average ranks of tie groups
     assert avg.min() >= 0 and avg.max() <= 100
     torch.testing.assert_close(avg.mean(0), torch.full((5,), 50.0))   # ranks are averaged, their sum kept
-    deg = omnigraph.RelationalFingerprint(rank=False)(data)[:, 3]
+    deg = omnigraph.RelationalFingerprint(rank=False)(data).fingerprint[:, 3]
     assert deg.unique().numel() < 41                              # degrees tie ...
     same = deg[:, None] == deg[None, :]
     assert torch.equal(same, avg[:, 3, None] == avg[None, :, 3])  # ... and so do their ranks, no others
@@ -166,7 +166,7 @@ def test_rank_invariance_to_feature_scaling():
     scaled = Data(x=data.x * 1000.0, edge_index=data.edge_index, num_nodes=50)
     for sim_scale in ("edges", "global"):
         fp = RelationalFingerprint(sim_scale=sim_scale, ties="average")
-        assert torch.equal(fp(data), fp(scaled))
+        assert torch.equal(fp(data).fingerprint, fp(scaled).fingerprint)
 
 
 def test_permutation_equivariance():
@@ -176,9 +176,9 @@ def test_permutation_equivariance():
     inv[perm] = torch.arange(50)
     permuted = Data(x=data.x[perm], edge_index=inv[data.edge_index], num_nodes=50)
     raw = RelationalFingerprint(rank=False)
-    torch.testing.assert_close(raw(permuted), raw(data)[perm], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(raw(permuted).fingerprint, raw(data).fingerprint[perm], rtol=1e-5, atol=1e-6)
     avg = RelationalFingerprint(ties="average")
-    assert torch.equal(avg(permuted), avg(data)[perm])
+    assert torch.equal(avg(permuted).fingerprint, avg(data).fingerprint[perm])
 
 
 def test_rank_transform_ties():
@@ -189,17 +189,17 @@ def test_rank_transform_ties():
 
 def test_flags_from_data_and_constructor():
     data = _graph(n=40, nonneg=True, seed=8)
-    base = RelationalFingerprint(rank=False)(data)
+    base = RelationalFingerprint(rank=False)(data).fingerprint
     data.self_loops = False
-    no_loops = RelationalFingerprint(rank=False)(data)
+    no_loops = RelationalFingerprint(rank=False)(data).fingerprint
     assert not torch.allclose(base[:, 0], no_loops[:, 0])
-    assert torch.equal(RelationalFingerprint(self_loops=True, rank=False)(data), base)  # constructor wins
+    assert torch.equal(RelationalFingerprint(self_loops=True, rank=False)(data).fingerprint, base)  # constructor wins
     data.self_loops, data.row_normalize = None, True
-    rn = RelationalFingerprint(rank=False)(data)
+    rn = RelationalFingerprint(rank=False)(data).fingerprint
     rows = data.x.sum(1, keepdim=True)
     manual = Data(x=torch.where(rows > 0, data.x / rows.clamp_min(1e-12), data.x), edge_index=data.edge_index,
                   num_nodes=40)
-    torch.testing.assert_close(rn, RelationalFingerprint(rank=False)(manual))
+    torch.testing.assert_close(rn, RelationalFingerprint(rank=False)(manual).fingerprint)
 
 
 def test_bad_arguments():
@@ -225,10 +225,25 @@ def test_large_sparse_graph_without_quadratic_memory():
         ei = torch.randint(0, n, (2, 5 * n))
         x = torch.rand(n, 16)
         base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        p = RelationalFingerprint().forward(x, ei)
+        p = RelationalFingerprint().fingerprint(x, ei)
         assert p.shape == (n, 5)
         print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr
     assert float(out.stdout.strip().splitlines()[-1]) < 500  # MiB
+
+
+def test_is_a_pyg_transform():
+    """``RelationalFingerprint`` is a ``BaseTransform``: it composes, returns a copy with
+    ``fingerprint`` attached and leaves the input graph as it was."""
+    from torch_geometric.transforms import BaseTransform, Compose
+
+    data = _graph(n=40, seed=5)
+    fp = RelationalFingerprint()
+    assert isinstance(fp, BaseTransform)
+    out = Compose([fp])(data)
+    assert out is not data and "fingerprint" not in data
+    assert out.fingerprint.shape == (40, 5)
+    assert torch.equal(out.fingerprint, fp.fingerprint(data.x, data.edge_index, data.num_nodes))
+    assert out.x is data.x            # a shallow copy, as every PyG transform

@@ -12,10 +12,9 @@ from tolerance import assert_all_same_up_to_kernel
 
 from omnigraph import RGVT
 from omnigraph.estimators.rgvt_adapt import adapt, ridge_depth_scores
-from omnigraph.models.rgvt_head import train_heads
 from omnigraph.hub import publish
 from omnigraph.models.rgvt import RGVTEncoder
-from omnigraph.models.rgvt_head import RGVTHead
+from omnigraph.models.rgvt_head import RGVTHead, train_heads
 
 # small budgets keep every fit well under a second
 FAST = {"depths": (1, 2, 3), "max_epochs": 60, "patience": 15}

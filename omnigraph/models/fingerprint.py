@@ -56,12 +56,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
 
 from omnigraph._cache import GraphCache
 from omnigraph.datasets.flags import graph_flag
 from omnigraph.memory import check_memory
 from omnigraph.ops import normalize_rows, propagate, simple_undirected, sym_adjacency
 from omnigraph.ops.adjacency import to_csr
+from omnigraph.validation import check_graph
 
 COLUMNS = ("gd", "nd", "np", "degree", "lc")
 _EPS_DEG = 1e-8  # the release's denominator guard for ND / NP
@@ -172,11 +175,12 @@ def triangle_counts(edge_index: Tensor, num_nodes: int, budget: int = 1 << 22) -
     return tri[rank]                                          # back from rank to node ids
 
 
-class RelationalFingerprint:
+class RelationalFingerprint(BaseTransform):
     r"""The five-column relational fingerprint ``P in [0, 100]^{N x 5}`` = [GD, ND, NP, degree, LC].
 
-    Label-free and parameter-free; computed per graph. Call it on a PyG ``Data``
-    (``fp(data) -> Tensor[N, 5]``) or on tensors (``fp.forward(x, edge_index)``).
+    Label-free and parameter-free; computed per graph. A PyG transform: ``fp(data)`` returns a
+    shallow copy of ``data`` with ``data.fingerprint`` ``[N, 5]`` (so it composes with
+    ``torch_geometric.transforms.Compose``); on tensors, ``fp.fingerprint(x, edge_index)``.
 
     Args:
         self_loops: build :math:`\hat{A}` with self-loops (``True``), without (``False``; the
@@ -218,16 +222,17 @@ class RelationalFingerprint:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"{type(self).__name__}({args}{', reference=True' if self.reference else ''})"
 
-    def __call__(self, data) -> Tensor:
-        from omnigraph.validation import check_graph
-
+    def forward(self, data: Data) -> Data:
+        """Attach ``data.fingerprint`` ``[N, 5]``, reading ``data.self_loops`` / ``data.row_normalize``
+        (the per-dataset flags) where the constructor leaves them ``None``."""
         check_graph(data)
-        return self.forward(data.x, data.edge_index, data.num_nodes,
-                            self_loops=graph_flag(data, "self_loops", None, None),
-                            row_normalize=graph_flag(data, "row_normalize", None, None))
+        data.fingerprint = self.fingerprint(data.x, data.edge_index, data.num_nodes,
+                                            self_loops=graph_flag(data, "self_loops", None, None),
+                                            row_normalize=graph_flag(data, "row_normalize", None, None))
+        return data
 
-    def forward(self, x: Tensor, edge_index: Tensor, num_nodes: int | None = None, *,
-                self_loops: bool | None = None, row_normalize: bool | None = None) -> Tensor:
+    def fingerprint(self, x: Tensor, edge_index: Tensor, num_nodes: int | None = None, *,
+                    self_loops: bool | None = None, row_normalize: bool | None = None) -> Tensor:
         """``x [N, d]``, ``edge_index [2, E]`` -> fingerprint ``[N, 5]`` (ranks, or raw if ``rank=False``).
 
         The constructor's ``self_loops``/``row_normalize`` take precedence over the keyword
@@ -370,7 +375,7 @@ def graph_fingerprint(data, sim_scale: str = "edges", ties: str = "average", row
     hit = _CACHE.get((data.x, data.edge_index), config) if cache else None
     if hit is not None:
         return hit
-    fp = RelationalFingerprint(self_loops=sl, row_normalize=rn, sim_scale=sim_scale, ties=ties)(data)
+    fp = RelationalFingerprint(self_loops=sl, row_normalize=rn, sim_scale=sim_scale, ties=ties)(data).fingerprint
     return _CACHE.put((data.x, data.edge_index), config, fp) if cache else fp
 
 
