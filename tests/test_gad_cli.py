@@ -6,15 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from omnigraph.benchmark.gad import (
-    PROTOCOLS,
-    default_shots,
-    load_gad,
-    mean_over_targets,
-    metrics,
-    regime_shots,
-    support_mask,
-)
+from omnigraph.benchmark.gad import PROTOCOLS, default_shots, load_gad, regime_shots
+from omnigraph.benchmark.gad_metrics import metrics, support_mask
+from omnigraph.benchmark.gad_report import mean_over_targets
 from omnigraph.cli import build_parser, main
 
 

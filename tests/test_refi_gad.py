@@ -308,7 +308,8 @@ def test_shipped_checkpoint_on_facebook(data_root):
 
     if "refi-gad" not in json.loads((pretrained_dir() / "registry.json").read_text()):
         pytest.skip("no shipped refi-gad checkpoint in this checkout")
-    from omnigraph.benchmark.gad import PROTOCOLS, load_gad, metrics, support_mask
+    from omnigraph.benchmark.gad import PROTOCOLS, load_gad
+    from omnigraph.benchmark.gad_metrics import metrics, support_mask
 
     det = REFIGAD.from_pretrained("refi-gad")
     assert det.card_.get("sources") and not set(det.card_["sources"]) & set(PROTOCOLS["reduced-v1"]["targets"])

@@ -10,21 +10,20 @@ Regimes: ``normal-10`` (10 labelled normals; ARC's setting) and ``normal+anomaly
 normal + ``k`` anomalous; REFI-GAD's setting, ``k = 50``, or 10 when the target has fewer than
 100 anomalies, i.e. Facebook). A model that needs a support it does not get is reported as n/a.
 
-Outputs (``write_outputs``): ``gad_results.csv``, ``gad_results.md``, ``gad_results.png`` and
-``gad_results.json`` (per-seed numbers and the run's metadata).
+This module runs the benchmark; :mod:`omnigraph.benchmark.gad_metrics` holds the metrics and
+:mod:`omnigraph.benchmark.gad_report` writes the outputs (``gad_results.csv``, ``.md``, ``.png``,
+``_time.png`` and ``.json``: per-seed numbers and the run's metadata).
 """
 from __future__ import annotations
 
-import csv
-import json
 import platform
 import time
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 
-import numpy as np
 import torch
 from torch import Tensor
+
+from omnigraph.benchmark.gad_metrics import metrics, summarize, support_mask
 
 #: Reduced protocols (spec §8.2). Sources are never targets within one protocol.
 PROTOCOLS: dict[str, dict] = {
@@ -54,27 +53,6 @@ PROTOCOLS: dict[str, dict] = {
 REGIMES = ("zero-shot", "normal-10", "normal+anomaly-k")
 DEFAULT_MODELS = ("refi-gad", "arc", "fingerprint")
 
-#: Published AUROC / AUPRC (percent) in the ARC setting (normal-10, ARC's original files, 5 runs),
-#: spec §9.1 (IA-GGAD Table 1) and §9.2 (IA-GGAD Table 8). Not comparable with reduced-protocol
-#: numbers: different files for BlogCatalog/Amazon/Reddit, different sources.
-PUBLISHED = {
-    "ARC": {
-        "auroc": {"gad/cora": 87.45, "gad/citeseer": 90.95, "gad/facebook": 67.56, "gad/reddit": 60.04,
-                  "gad/amazon": 80.67, "gad/blogcatalog_inj": 74.76},
-        "auprc": {"gad/cora": 49.33, "gad/citeseer": 45.77, "gad/facebook": 8.38, "gad/reddit": 4.48,
-                  "gad/amazon": 44.25, "gad/blogcatalog_inj": 36.06},
-    },
-    "IA-GGAD": {
-        "auroc": {"gad/cora": 88.68, "gad/citeseer": 91.83, "gad/facebook": 80.03, "gad/reddit": 60.29,
-                  "gad/amazon": 83.78, "gad/blogcatalog_inj": 75.28},
-        "auprc": {"gad/cora": 52.47, "gad/citeseer": 48.71, "gad/facebook": 6.55, "gad/reddit": 4.74,
-                  "gad/amazon": 56.54, "gad/blogcatalog_inj": 35.52},
-    },
-}
-PUBLISHED_SOURCE = ("published, ARC setting (normal-10, ARC's original files incl. BlogCatalog, 4 original "
-                    "sources): anomaly-detection spec §9.1/§9.2 (IA-GGAD Tables 1 and 8)")
-
-
 # ------------------------------------------------------------------------------------------ data
 def load_gad(name: str):
     """An anomaly-detection graph by name or path (``load_dataset(name, task="gad")``, which also records
@@ -98,34 +76,6 @@ def regime_shots(regime: str, y: Tensor) -> tuple[int, int]:
     if regime == "zero-shot":
         return 0, 0
     raise ValueError(f"unknown regime {regime!r}; choose from {REGIMES}")
-
-
-def metrics(y: Tensor, score: Tensor, keep: Tensor | None = None) -> tuple[float, float]:
-    """(AUROC, AUPRC) with sklearn's ``roc_auc_score`` / ``average_precision_score``, on ``keep``."""
-    from sklearn.metrics import average_precision_score, roc_auc_score
-
-    y, score = torch.as_tensor(y).flatten(), torch.as_tensor(score).flatten()
-    if keep is not None:
-        y, score = y[keep], score[keep]
-    if not torch.isfinite(score).all():
-        raise FloatingPointError("scores contain NaN/Inf; refusing to evaluate (spec §2)")
-    y_np, s_np = (y > 0).numpy().astype(int), score.double().numpy()
-    if y_np.min() == y_np.max():
-        raise ValueError("the evaluated population contains a single class; AUROC is undefined")
-    return float(roc_auc_score(y_np, s_np)), float(average_precision_score(y_np, s_np))
-
-
-def support_mask(num_nodes: int, *supports: Tensor) -> Tensor:
-    keep = torch.ones(num_nodes, dtype=torch.bool)
-    for s in supports:
-        keep[s] = False
-    return keep
-
-
-def summarize(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and population std (ddof = 0), in percent."""
-    arr = 100.0 * np.asarray(values, dtype=float)
-    return float(arr.mean()), float(arr.std(ddof=0))
 
 
 def evaluate_detector(detector, data, shots_normal: int, shots_anomaly: int, seeds: Iterable[int],
@@ -335,204 +285,15 @@ def run_benchmark(protocol: str = "reduced-v1", models: Sequence[str] = DEFAULT_
     return {"rows": rows, "meta": meta}
 
 
-# --------------------------------------------------------------------------------------- outputs
-def mean_over_targets(rows: list[dict], regime: str, model: str, key: str = "auroc") -> float | None:
-    """Mean of ``key`` over the targets where every model of the regime ran (``None`` if none)."""
-    ok = [r for r in rows if r["regime"] == regime and r.get("status") == "ok"]
-    models = {r["model"] for r in rows if r["regime"] == regime}
-    targets = sorted({r["target"] for r in ok})
-    common = [t for t in targets if all(any(r["target"] == t and r["model"] == m for r in ok)
-                                        for m in models if any(r["model"] == m for r in ok))]
-    vals = [r[key] for r in ok if r["model"] == model and r["target"] in common]
-    return float(np.mean(vals)) if vals else None
-
-
-def _cell(row: dict | None, key: str) -> str:
-    if row is None:
-        return "–"
-    if row.get("status") != "ok":
-        return "n/a"
-    return f"{row[key]:.2f} ± {row[key.replace('auroc', 'auroc_std').replace('auprc', 'auprc_std')]:.2f}"
-
-
-def markdown(result: dict, command: str | None = None) -> str:
-    rows, meta = result["rows"], result["meta"]
-    models = meta["models"]
-    lines = [f"# GAD benchmark: {meta['title']}", ""]
-    if command:
-        lines += ["Command:", "", f"```\n{command}\n```", ""]
-    lines += [f"- protocol `{meta['protocol']}`; sources: {', '.join(meta['sources'])}",
-              f"- seeds {meta['seeds']}: each seed redraws the support"
-              + (f"; {', '.join(meta['trained_in_run'])} re-trained per seed on the sources in this run"
-                 if meta["trained_in_run"] else "")
-              + "; other learned models: checkpoints trained once (listed below)",
-              ("- AUROC / AUPRC in percent, mean ± population std; evaluated population = all nodes minus the "
-               "support (support-included variant below)"),
-              f"- date {meta['date']}, torch {meta['torch']}, python {meta['python']}"]
-    if meta["missing_targets"]:
-        lines.append(f"- targets not available locally: {', '.join(meta['missing_targets'])}")
-    for model, info in meta.get("checkpoints", {}).items():
-        lines.append(f"- `{model}` checkpoint `{info.get('spec')}`: sources {info.get('sources')}, seed "
-                     f"{info.get('seed')}, epochs {info.get('epochs')}, date {info.get('date')}")
-    for model, secs in meta.get("train_seconds", {}).items():
-        lines.append(f"- `{model}` training seconds per seed: {secs}")
-    lines.append("")
-    for suffix, title in (("", "support excluded"), ("_incl", "support included")):
-        for metric in ("auroc", "auprc"):
-            for regime in meta["regimes"]:
-                sub = [r for r in rows if r["regime"] == regime]
-                if not sub:
-                    continue
-                lines += [f"## {metric.upper()}, regime `{regime}`, {title}", "",
-                          "| target | k | " + " | ".join(models) + " |",
-                          "|---|---|" + "---|" * len(models)]
-                for target in meta["targets"]:
-                    cells = []
-                    k = ""
-                    for m in models:
-                        row = next((r for r in sub if r["target"] == target and r["model"] == m), None)
-                        if row is not None:
-                            k = f"{row['k_normal']}+{row['k_anomaly']}"
-                        cells.append(_cell(row, metric + suffix))
-                    lines.append(f"| {target} | {k} | " + " | ".join(cells) + " |")
-                means = []
-                for m in models:
-                    v = mean_over_targets(sub, regime, m, metric + suffix)
-                    means.append("n/a" if v is None else f"**{v:.2f}**")
-                lines += ["| mean | | " + " | ".join(means) + " |", ""]
-    lines += [f"## Published reference numbers ({PUBLISHED_SOURCE})", "",
-              "Not comparable with the tables above (different sources, original files); shown for scale.", "",
-              "| target | " + " | ".join(f"{m} AUROC | {m} AUPRC" for m in PUBLISHED) + " |",
-              "|---|" + "---|---|" * len(PUBLISHED)]
-    for target in meta["targets"]:
-        cells = []
-        for m, vals in PUBLISHED.items():
-            for metric in ("auroc", "auprc"):
-                v = vals[metric].get(target)
-                cells.append("–" if v is None else f"{v:.2f}")
-        lines.append(f"| {target} | " + " | ".join(cells) + " |")
-    lines += ["", ("BlogCatalog published numbers are on ARC's injected file; ours on `gad/blogcatalog_inj` "
-                   "(PyG host, injected locally with seed 0)."), ""]
-    return "\n".join(lines)
-
-
-def plot(result: dict, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows, meta = result["rows"], result["meta"]
-    regimes = meta["regimes"]
-    fig, axes = plt.subplots(len(regimes), 1, figsize=(max(8, 1.6 * len(meta["targets"]) + 5), 3.6 * len(regimes)),
-                             squeeze=False)
-    for ax, regime in zip(axes[:, 0], regimes):
-        ran = {r["model"] for r in rows if r["regime"] == regime and r.get("status") == "ok"}
-        series = [(m, "ours", None) for m in meta["models"] if m in ran]  # n/a models take no slot
-        if regime == "normal-10":
-            series += [(m, "published", None) for m in PUBLISHED]
-        width = 0.8 / max(len(series), 1)
-        xs = np.arange(len(meta["targets"]))
-        for i, (m, kind, _) in enumerate(series):
-            vals, errs = [], []
-            for t in meta["targets"]:
-                if kind == "ours":
-                    row = next((r for r in rows if r["regime"] == regime and r["target"] == t and r["model"] == m
-                                and r.get("status") == "ok"), None)
-                    vals.append(np.nan if row is None else row["auroc"])
-                    errs.append(0 if row is None else row["auroc_std"])
-                else:
-                    vals.append(PUBLISHED[m]["auroc"].get(t, np.nan))
-                    errs.append(0)
-            label = m if kind == "ours" else f"{m} (published, ARC setting)"
-            # one colour per model across panels; published series after ours
-            slot = meta["models"].index(m) if kind == "ours" else len(meta["models"]) + list(PUBLISHED).index(m)
-            ax.bar(xs + (i - (len(series) - 1) / 2) * width, vals, width, yerr=errs, label=label,
-                   color=plt.get_cmap("tab20" if slot >= 10 else "tab10")(slot % 10 if slot < 10 else slot),
-                   hatch="//" if kind == "published" else None, alpha=0.6 if kind == "published" else 1.0,
-                   capsize=2)
-        ax.set_xticks(xs, [t.replace("gad/", "") for t in meta["targets"]], rotation=20)
-        ax.set_ylim(0, 100)
-        ax.axhline(50, color="grey", lw=0.5, ls="--")
-        ax.set_ylabel("AUROC (%)")
-        ax.set_title(f"{meta['protocol']} — regime {regime} (support excluded)")
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def plot_time(result: dict, path: Path) -> Path:
-    """Mean AUROC against scoring seconds per graph (log scale): one point per detector and regime.
-
-    Seconds are per graph and seed, averaged over the targets where the detector ran; for detectors
-    that train on the target (pygod) they include that training."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows, meta = result["rows"], result["meta"]
-    seeds = max(1, len(meta.get("seeds", [])))
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    markers = dict(zip(meta["regimes"], "os^"))
-    for regime in meta["regimes"]:
-        for model in meta["models"]:
-            ok = [r for r in rows if r["regime"] == regime and r["model"] == model and r.get("status") == "ok"]
-            if not ok:
-                continue
-            auroc = mean_over_targets(rows, regime, model)
-            seconds = max(float(np.mean([r["seconds"] for r in ok])) / seeds, 1e-4)
-            ax.scatter(seconds, auroc, marker=markers.get(regime, "o"), s=45)
-            ax.annotate(f"{model} ({regime})", (seconds, auroc), fontsize=7, xytext=(4, 3), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_xlabel("seconds per graph (scoring; pygod: training on the target included)")
-    ax.set_ylabel("mean AUROC (%)")
-    ax.set_title(f"{meta['protocol']}: AUROC against time")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def write_outputs(result: dict, out_dir: str | Path, command: str | None = None, stem: str = "gad_results") -> dict:
-    """Write CSV, markdown, PNG and JSON into ``out_dir``; returns their paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    rows = result["rows"]
-    fields = ["protocol", "regime", "k_normal", "k_anomaly", "target", "model", "status", "auroc", "auroc_std",
-              "auprc", "auprc_std", "auroc_incl", "auroc_std_incl", "auprc_incl", "auprc_std_incl", "seconds"]
-    with open(out / f"{stem}.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
-    (out / f"{stem}.md").write_text(markdown(result, command))
-    (out / f"{stem}.json").write_text(json.dumps({**result, "command": command}, indent=1) + "\n")
-    paths = {"csv": out / f"{stem}.csv", "md": out / f"{stem}.md", "json": out / f"{stem}.json"}
-    paths["png"] = plot(result, out / f"{stem}.png")
-    paths["time_png"] = plot_time(result, out / f"{stem}_time.png")
-    return paths
-
-
 __all__ = [
+    "DEFAULT_MODELS",
     "PROTOCOLS",
-    "PUBLISHED",
     "REGIMES",
+    "checkpoint_sources",
     "default_shots",
     "evaluate_detector",
     "load_gad",
     "make_detector",
-    "markdown",
-    "mean_over_targets",
-    "metrics",
-    "plot",
-    "plot_time",
     "regime_shots",
     "run_benchmark",
-    "write_outputs",
 ]

@@ -48,7 +48,7 @@ def _score_columns(det, score, sn, sa) -> dict:
 def _detect_once(args, det, data, sn, sa) -> int:
     """The user's graph and the user's labelled nodes: one scoring, per-node results, metrics if labelled."""
 
-    from omnigraph.benchmark.gad import metrics, support_mask
+    from omnigraph.benchmark.gad_metrics import metrics, support_mask
 
     name = args.nodes if args.nodes else args.dataset
     if sn is None and det.requires_normal:
@@ -199,7 +199,8 @@ def cmd_pretrain(args) -> int:
 
 
 def cmd_benchmark(args) -> int:
-    from omnigraph.benchmark.gad import run_benchmark, write_outputs
+    from omnigraph.benchmark.gad import run_benchmark
+    from omnigraph.benchmark.gad_report import write_outputs
 
     epochs = {}
     if args.epochs:
