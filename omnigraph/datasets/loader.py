@@ -3,20 +3,19 @@ from __future__ import annotations
 
 import numbers
 import os
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 from torch_geometric.data import Data
 
-from omnigraph._files import sha256_file, staged
 from omnigraph._npz import npz_keys
 from omnigraph.datasets import _store
 from omnigraph.datasets._store import DatasetNotAvailableError
 from omnigraph.datasets.files import read_graph_file
 from omnigraph.datasets.flags import attach_preprocess_flags
 from omnigraph.datasets.gad import GRAPH_SUFFIXES, YANDEX_KEYS, read_gad_npz, save_gad_npz
+from omnigraph.datasets.pyg_sources import download_verified, ogb_masks, open_pyg_dataset
 from omnigraph.datasets.registry import get_entry, list_datasets
 from omnigraph.datasets.splits import cached_random_split, parse_split, random_split, select_masks
 from omnigraph.validation import check_graph
@@ -212,7 +211,7 @@ def _load_nc(entry: dict, ctx: dict, protocol: str, index: int | None) -> tuple[
             if missing and ctx["offline"]:
                 raise _missing_error(entry, missing, ctx)
             try:
-                dataset = _pyg_dataset(entry, ctx["cache"], protocol)
+                dataset = open_pyg_dataset(entry, ctx["cache"], protocol)
             except Exception as err:
                 if missing and not all((ctx["cache"] / r["path"]).is_file() for r in missing):
                     raise _missing_error(entry, missing, ctx, err) from err
@@ -220,7 +219,7 @@ def _load_nc(entry: dict, ctx: dict, protocol: str, index: int | None) -> tuple[
             graph = dataset[0]
             masks = {}
             if protocol == "ogb":
-                masks = _ogb_masks(dataset, graph.num_nodes)
+                masks = ogb_masks(dataset, graph.num_nodes)
             elif protocol != "random":
                 masks = select_masks(graph, index, entry["name"])
         else:
@@ -241,75 +240,12 @@ def _yandex(entry: dict, ctx: dict, missing: list[dict], index: int | None) -> D
         if ctx["offline"]:
             raise _missing_error(entry, missing, ctx)
         try:  # the Yandex benchmark's own files on GitHub, fetched next to the cache and renamed on success
-            _download_verified(loader["url"], path, missing[0].get("sha256") if ctx["verify"] else None)
+            download_verified(loader["url"], path, missing[0].get("sha256") if ctx["verify"] else None)
         except ValueError:
             raise
         except Exception as err:
             raise _missing_error(entry, missing, ctx, err) from err
     return load_yandex_npz(path, split=index or 0, to_undirected=loader.get("to_undirected", True))
-
-
-def _download_verified(url: str, path: Path, sha256: str | None) -> None:
-    """Download ``url`` to ``path`` atomically: nothing is left at ``path`` unless the whole file
-    arrived (and, with ``sha256``, matches it)."""
-    import tempfile
-
-    from torch_geometric.data import download_url
-
-    with staged(path, ".part") as tmp, tempfile.TemporaryDirectory(dir=path.parent) as folder:
-        fetched = Path(download_url(url, folder, log=False))
-        if sha256 and sha256_file(fetched) != sha256:  # the mirror holds verbatim copies
-            raise ValueError(f"checksum mismatch for the downloaded {url}: it differs from the catalogued file "
-                             "(upstream changed?); pass verify=False to accept it")
-        os.replace(fetched, tmp)
-
-
-def _pyg_dataset(entry: dict, cache: Path, protocol: str):
-    loader = entry["loader"]
-    root = str(cache / loader["root"])
-    kwargs = dict(loader.get("kwargs", {}), **loader.get("protocol_kwargs", {}).get(protocol, {}))
-    # Processed files pickle PyG's Data classes: allow exactly those under torch.load(weights_only=True),
-    # so neither PyG (which would fall back to full unpickling) nor ogb 1.3.6 (which calls torch.load
-    # without weights_only) unpickles anything else.
-    from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
-    from torch_geometric.data.storage import GlobalStorage
-
-    with torch.serialization.safe_globals([Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]), \
-            warnings.catch_warnings():
-        # PyG retries a refused weights-only load with full unpickling after this warning: make
-        # the warning an error, so a processed file holding anything else is never unpickled
-        warnings.filterwarnings("error", message="Weights only load failed")
-        try:
-            return _open_pyg_dataset(loader, root, kwargs)
-        except UserWarning as err:
-            raise ValueError(f"a processed file under {root} holds objects other than PyG's Data classes, so it "
-                             f"is not unpickled ({err}); delete {root}/processed (or the whole folder) to rebuild "
-                             "it from the raw files") from None
-
-
-def _open_pyg_dataset(loader: dict, root: str, kwargs: dict):
-    if loader["type"] == "ogb":
-        from unittest import mock
-
-        from ogb.nodeproppred import PygNodePropPredDataset
-
-        # ogb asks on stdin before replacing an incomplete folder: answer yes (it only holds
-        # what we staged), so that a missing dataset fails or downloads without a prompt
-        with mock.patch("builtins.input", return_value="y"):
-            return PygNodePropPredDataset(name=loader["name"], root=root)
-    import torch_geometric.datasets as pyg_datasets
-
-    return getattr(pyg_datasets, loader["class"])(root, **kwargs)
-
-
-def _ogb_masks(dataset, num_nodes: int) -> dict:
-    idx = dataset.get_idx_split()
-    out = {}
-    for key, part in (("train_mask", "train"), ("val_mask", "valid"), ("test_mask", "test")):
-        mask = torch.zeros(num_nodes, dtype=torch.bool)
-        mask[torch.as_tensor(idx[part]).long()] = True
-        out[key] = mask
-    return out
 
 
 # ------------------------------------------------------------------------------- anomaly detection
