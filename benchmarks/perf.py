@@ -1,5 +1,8 @@
 """Performance and scale benchmarks (issue #5): every figure of ``docs/results/performance.md``.
 
+(Over 400 lines because each section's worker must run in a fresh process from this one script; the
+report writer is ``benchmarks/perf_report.py``.)
+
 Sections (``--only`` picks some; all by default):
 
 * ``rgvt_memory``: peak memory and time of the RGVT estimator's ``fit`` and ``predict``
@@ -36,6 +39,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from perf_report import plot_scaling, write_report
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = ("rgvt_memory", "rgvt_backends", "fingerprint", "propagation", "scaling", "graphany_entropy")
@@ -449,7 +454,7 @@ def section_scaling(args) -> dict:
                                                                    1.0) for r in ok]),
                            "time_exponent_by_decade": [fit_exponent(e[i:i + 2], [r[model]["seconds"] for r in ok[i:i + 2]])
                                                        for i in range(len(ok) - 1)]}
-    _plot_scaling(rows, Path(args.out) / "perf_scaling.png")
+    plot_scaling(rows, Path(args.out) / "perf_scaling.png")
     return {"rows": rows, "fits": fits}
 
 
@@ -462,26 +467,10 @@ def section_graphany_entropy(args) -> dict:
     return json.loads((Path(args.out) / "graphany_entropy.json").read_text())
 
 
-def _plot_scaling(rows: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for model, label in (("rgvt", "RGVT inference (depths 1..8)"), ("refi", "REFI-GAD scoring")):
-        ok = [r[model] for r in rows if "error" not in r[model]]
-        e = [r["edges"] for r in ok]
-        axes[0].loglog(e, [r["seconds"] for r in ok], "o-", label=label)
-        axes[1].loglog(e, [max(r["peak_rss_mib"] - r["rss_before_mib"], 1.0) for r in ok], "o-", label=label)
-    axes[0].set(xlabel="directed edges", ylabel="seconds", title="time")
-    axes[1].set(xlabel="directed edges", ylabel="peak RSS increase (MiB)", title="memory")
-    for ax in axes:
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+SECTION_RUNNERS = {"rgvt_memory": section_rgvt_memory, "rgvt_backends": section_rgvt_backends,
+                   "fingerprint": section_fingerprint, "propagation": section_propagation,
+                   "scaling": section_scaling, "graphany_entropy": section_graphany_entropy}
+assert tuple(SECTION_RUNNERS) == SECTIONS
 
 
 def machine() -> str:
@@ -508,193 +497,6 @@ def _meminfo_gib() -> float:
     except OSError:
         pass
     return float("nan")
-
-
-# ----------------------------------------------------------------------------- report
-def _fmt_mib(v: float) -> str:
-    return f"{v / 1024:.2f} GiB" if v >= 1024 else f"{v:.0f} MiB"
-
-
-def write_report(results: dict, out: Path) -> None:
-    """``performance.md`` from ``perf.json`` (and the fast-vs-reference output, when present)."""
-    lines = ["# Performance and scale", "",
-             f"Machine: {results.get('machine', 'unknown')}. Shared machine: compare ratios measured in the same "
-             "run rather than absolute seconds across pages. Each measurement ran in its own process; peak memory "
-             "is the process's peak resident set size (VmHWM), reset after the inputs were built."
-             + (f" Conditions: {results['conditions']}" if results.get("conditions") else ""), ""]
-    cmds = results.get("commands", {})
-    from omnigraph.models.rgvt import RGVTEncoder
-
-    n = RGVTEncoder.block_min_nodes
-    blocked_from = f"2^{n.bit_length() - 1}" if n and not n & (n - 1) else f"{n:,}"
-
-    def header(title: str, section: str) -> None:
-        lines.extend([f"## {title}", "", f"Command: `{cmds.get(section, 'python benchmarks/perf.py')}`", ""])
-
-    if "rgvt_memory" in results:
-        header("RGVT inference memory (column-chunked, streamed head)", "rgvt_memory")
-        lines += ["| graph | nodes | directed edges | F | X | edge_index | operators | interpreter | predict peak RSS "
-                  "| **inference / (X + edge_index)** | whole process / (X + edge_index) | predict s | row blocks "
-                  "| fit peak RSS | fit / (X + edge_index) | fit s | depth | test acc | propagation |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for name, r in results["rgvt_memory"].items():
-            if "error" in r:
-                lines.append(f"| {name} | failed: {r['error']} " + "|" * 18)
-                continue
-            lines.append(f"| {name} | {r['nodes']:,} | {r['edges']:,} | {r['features']} | {_fmt_mib(r['x_mib'])} | "
-                         f"{_fmt_mib(r['edge_index_mib'])} | {_fmt_mib(r['operators_mib'])} | "
-                         f"{_fmt_mib(r['interpreter_mib'])} | {_fmt_mib(r['peak_rss_mib'])} | "
-                         f"**{r['inference_over_inputs']:.2f}x** | {r['process_over_inputs']:.2f}x | "
-                         f"{r['seconds']:.1f} | {r.get('row_blocks', '')} | {_fmt_mib(r['fit_peak_rss_mib'])} | "
-                         f"{r['fit_over_inputs']:.2f}x | "
-                         f"{r['fit_seconds']:.1f} | {r['depth']} | {100 * r['test_accuracy']:.2f} | "
-                         f"{r.get('kernel', '')} |")
-        lines += ["", "What runs: `RGVT.from_pretrained(\"rgvt\").fit(data)` (fast protocol, depths 1..8, "
-                  "train/val labels only; the synthetic graph gets the library's random split, 20 training nodes "
-                  "per class and the rest halved into validation and test), then `predict(data)` on every node. "
-                  "Target: inference memory at most 2x the input, X plus the graph's adjacency as given "
-                  "(`edge_index`). Inference memory is the `predict` peak RSS minus the interpreter's RSS "
-                  "(Python, torch and omnigraph imported, measured in the same process before any data existed); "
-                  "everything else stays in: X, edge_index, labels, the operators and every buffer. The whole-process "
-                  "ratio is shown next to it. Both phases start from a trimmed heap (`malloc_trim`), so that pages "
-                  "freed while the synthetic graph was generated, or during `fit`, are not counted. On graphs whose "
-                  "Z_L exceeds `RGVT.keep_full_bytes` (256 MB), `predict` never holds Z_L whole: the encoder yields "
-                  "it column chunk by column chunk (`RGVTEncoder.column_chunks`) and the head accumulates its first "
-                  "layer over them (`RGVTHead.forward_chunks`), or, when F is at most the head width (the "
-                  "synthetic graph: F = 128 = hidden), the rows of Z_L are assembled. That buffer, [rows, "
-                  "min(F, hidden)], is kept within `RGVT.predict_block_bytes` (128 MB) by working on blocks of rows, "
-                  "one encoder pass per block (the row-blocks column; memory for time, like scikit-learn's "
-                  "`working_memory`). The operators A_rw and A_sym share one int32 CSR pattern; on graphs of at "
-                  f"least `RGVTEncoder.block_min_nodes` ({blocked_from}) nodes it is split into column blocks of 4 MiB of "
-                  "gathered rows (`omnigraph.ops.split_columns`; the propagation column). `fit` (not part "
-                  "of the target) holds X plus one [N, F] iterate and the labelled rows of the depths it compares "
-                  "when the validation set is large, as here (half the nodes); with few labelled "
-                  "rows it keeps only those rows in one chunk-major pass.", ""]
-    fvr = out / "rgvt_fast_vs_reference.json"
-    if fvr.exists():
-        f = json.loads(fvr.read_text())
-        lines += ["## RGVT fast adaptation vs the reference protocol", "",
-                  f"Command: `{f['command']}` ({f['machine']}); per-graph table: "
-                  "[rgvt_fast_vs_reference.md](rgvt_fast_vs_reference.md).", "",
-                  "| graphs | adaptation speed-up | end-to-end speed-up | mean acc fast | mean acc reference | "
-                  "reference - fast |", "|---:|---:|---:|---:|---:|---:|",
-                  f"| {len(f['graphs'])} | **{f['adaptation_speedup']:.1f}x** | {f['end_to_end_speedup']:.1f}x | "
-                  f"{f['mean_test_accuracy']['fast']:.2f} | {f['mean_test_accuracy']['reference']:.2f} | "
-                  f"{f['mean_loss_points']:+.2f} |", ""]
-    if "fingerprint" in results:
-        header("REFI relational fingerprint on 10^6 nodes / 10^7 edges (2 threads)", "fingerprint")
-        r = results["fingerprint"]["synthetic_1e6_1e7_128"]
-        if "error" in r:
-            lines += [f"Failed: {r['error']}", ""]
-        else:
-            lines += ["| nodes | directed edges | F | seconds | peak RSS | target |", "|---:|---:|---:|---:|---:|---|",
-                      f"| {r['nodes']:,} | {r['edges']:,} | {r['features']} | **{r['seconds']:.1f}** | "
-                      f"**{_fmt_mib(r['peak_rss_mib'])}** | < 60 s, < 8 GB |", "",
-                      "Triangles are counted sparsely on the degree-ordered orientation of the graph "
-                      "(`triangle_counts`: each wedge of two out-neighbours is looked up among the sorted edge keys, in "
-                      "blocks); no N x N matrix is formed.", ""]
-    if "rgvt_backends" in results:
-        header("RGVT sparse back-ends: `torch.sparse.mm` vs `embedding_bag`", "rgvt_backends")
-        lines += ["| graph | nodes | directed edges | F | chunk columns | `torch` s | `embedding_bag` s "
-                  "| **speed-up** | Z_8 | default (`auto`) uses |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
-        for name, r in results["rgvt_backends"].items():
-            if "error" in r:
-                lines.append(f"| {name} | failed: {r['error'][:120]} | | | | | | | | |")
-                continue
-            same = "bit-identical" if r["identical"] else f"differs by {r['max_rel_diff']:.1e} (relative)"
-            lines.append(f"| {name} | {r['nodes']:,} | {r['edges']:,} | {r['features']:,} | {r['columns']} | "
-                         f"{r['torch_s']:.2f} | {r['embedding_bag_s']:.2f} | **{r['speedup']:.2f}x** | {same} | "
-                         f"`{r['default']}` |")
-        lines += ["", "What runs: the shipped encoder's pass over depths 1..8 (what `fit` visits), operators "
-                  "included, with `RGVTEncoder.spmm_backend` set to `\"torch\"` (`torch.sparse.mm`: CSR operators "
-                  "for chunks narrower than 448 columns, COO for wider ones) and to `\"embedding_bag\"` "
-                  "(`omnigraph.ops.bag_mm`: CSR products through `F.embedding_bag`, FBGEMM's gather-and-sum "
-                  "kernel), interleaved, median of 3. On wide chunks the bags sum each row in the COO kernel's "
-                  "order, so Z_8 comes out bit-identical, and the default, `\"auto\"`, uses them there; on "
-                  "narrow chunks they are faster too but change results by rounding against the CSR kernel, so "
-                  "`\"auto\"` keeps `torch.sparse.mm` there, the kernel the published tables were made with.", ""]
-    if "propagation" in results:
-        header("Propagation: `omnigraph.ops.propagate` vs bare `torch.sparse.mm`", "propagation")
-        lines += ["| graph | nodes | directed edges | F | hops | library s | bare s | ratio |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
-        backends = []
-        for name, r in results["propagation"].items():
-            if "error" in r:
-                lines.append(f"| {name} | failed: {r['error']} |||||||")
-                continue
-            backends = r["backends"]
-            lines.append(f"| {name} | {r['nodes']:,} | {r['edges']:,} | {r['features']} | {r['hops']} | "
-                         f"{r['library_s']:.3f} | {r['bare_s']:.3f} | **{r['ratio']:.2f}x** |")
-        lines += ["", f"Median of interleaved repeats, same CSR operator. Back-ends available here: {backends}. "
-                  "`backend=\"auto\"` dispatches to torch-sparse's `SparseTensor` matmul when torch-sparse is "
-                  "installed, otherwise to `torch.sparse.mm` on CSR (pyg-lib speeds up PyG's own sampling and "
-                  "segment operations, not these products); see the [GPU page](../gpu.md).", ""]
-    if "scaling" in results:
-        header("Scaling with the edge count (synthetic power-law graphs, N = E/10, F = 64)", "scaling")
-        lines += ["| edges drawn | directed edges | RGVT s | RGVT peak increase | REFI-GAD s | REFI-GAD peak increase "
-                  "| RGVT propagation |", "|---:|---:|---:|---:|---:|---:|---|"]
-        for row in results["scaling"]["rows"]:
-            g, d = row["rgvt"], row["refi"]
-
-            def cell(r: dict) -> tuple[str, str]:
-                if "error" in r:
-                    return "failed", "–"
-                return f"{r['seconds']:.2f}", _fmt_mib(max(r["peak_rss_mib"] - r["rss_before_mib"], 0.0))
-            edges = g.get("edges", d.get("edges", 0))
-            lines.append(f"| {row['edges_drawn']:,} | {edges:,} | " + " | ".join(cell(g)) + " | "
-                         + " | ".join(cell(d)) + f" | {g.get('kernel', '')} |")
-        lines += ["", "| model | time exponent | time exponent, decade by decade | memory exponent |",
-                  "|---|---:|---:|---:|"]
-        for model, fit in results["scaling"]["fits"].items():
-            steps = fit["time_exponent_by_decade"]
-            lines.append(f"| {model} | **{fit['time_exponent']:.2f}** | {', '.join(f'{v:.2f}' for v in steps)} | "
-                         f"{fit['memory_exponent']:.2f} |")
-        lines += ["", "Exponents: least-squares slope of log(seconds) or log(peak RSS increase) against "
-                  "log(directed edges); goal <= 1.1. Seconds are the median of repeats while they total under "
-                  "1 s (at most 5), so that one-off costs do not dominate the smallest graphs; larger graphs run "
-                  "once. Every repeat does the whole work: RGVT builds its operators and runs all depths 1..8 (what "
-                  "`fit` visits) with the operators the estimator builds (the propagation column); REFI-GAD "
-                  "computes the fingerprint and scores (its one-graph fingerprint cache is cleared before each "
-                  "repeat). RGVT is steepest where the graph and its features stop fitting in the CPU caches "
-                  "(here 1 MiB of L2 per core, 32 MiB of L3) and the random gathers of its sparse products start "
-                  f"waiting on main memory. Column blocking keeps the gathers in cache from {blocked_from} nodes "
-                  "on, but at 10^6 nodes the chunks are only 6 of the 64 columns wide (the views are capped at "
-                  "`RGVTEncoder.chunk_floats`, 128 MB, the memory bound of the first section), and narrow products "
-                  "cost more per column.", ""]
-        costs = [r for r in results["scaling"]["rows"] if "ns_per_entry_column" in r.get("spmm", {})]
-        if costs:
-            lines += ["Where the exponent comes from: one of RGVT's sparse products (A_rw times the chunk) per stored "
-                      "entry and feature column, in nanoseconds, on the chunk width RGVT uses for each graph (median "
-                      "of repeats). `torch.sparse.mm` on the CSR operator; the same product in column blocks of 4 "
-                      "MiB of gathered rows, at every size; `F.embedding_bag`, FBGEMM's gather-and-sum kernel, on "
-                      "the same CSR arrays (results equal up to rounding).", "",
-                      "| directed edges | nodes | columns | CSR | CSR in column blocks | embedding_bag |",
-                      "|---:|---:|---:|---:|---:|---:|"]
-            for r in costs:
-                c = r["spmm"]
-                ns = c["ns_per_entry_column"]
-                lines.append(f"| {r['rgvt'].get('edges', r['edges_drawn']):,} | {c['nodes']:,} | {c['columns']} | "
-                             f"{ns['csr']:.2f} | {ns['blocked_csr']:.2f} ({c['blocks']}) | {ns['embedding_bag']:.2f} |")
-            lo, hi = (min(r["spmm"]["ns_per_entry_column"].values()) for r in (costs[0], costs[-1]))
-            lines += ["", f"From the smallest to the largest graph the fastest kernel's cost per entry and column grows "
-                      f"{hi / lo:.1f}x ({lo:.2f} to {hi:.2f} ns): sparse products are almost all of RGVT's work, "
-                      "and no kernel here keeps that cost flat once the gathers leave the caches.", ""]
-        lines += ["![scaling](perf_scaling.png)", ""]
-    if "graphany_entropy" in results and "error" not in results["graphany_entropy"]:
-        g = results["graphany_entropy"]
-        header("GraphAny entropy-normalised distance features", "graphany_entropy")
-        lines += ["| baseline | speed-up of the vectorised version | max abs diff |", "|---|---:|---:|"]
-        for name, b in g["baselines"].items():
-            lines.append(f"| {name} | **{b['speedup']:.0f}x** | {b['max_abs_diff']:.1e} |")
-        lines += ["", f"{g['nodes']:,} nodes, {g['torch_threads']} thread; details in "
-                  "[graphany_entropy.md](graphany_entropy.md).", ""]
-    lines += ["## Beyond one machine", "",
-              "Multi-process pretraining (`--devices/--num-nodes/--strategy ddp`) and column-parallel RGVT "
-              "inference are checked by tests rather than timed: `tests/test_training_reliability.py` runs 2-process "
-              "gloo DDP and compares both ranks with a single-process run bit for bit, and splits RGVT's feature "
-              "columns across 2 processes.", ""]
-    (out / "performance.md").write_text("\n".join(lines))
-    print((out / "performance.md").read_text())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -731,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         if section not in SECTIONS:
             raise SystemExit(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
         print(f"[{section}]", flush=True)
-        value = globals()[f"section_{section}"](args)
+        value = SECTION_RUNNERS[section](args)
         results = load()   # re-read, so that sections another run wrote meanwhile are kept
         results[section] = value
         results["machine"] = machine()
