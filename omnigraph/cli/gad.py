@@ -8,6 +8,7 @@ from pathlib import Path
 
 from omnigraph.cli._common import add_trainer_args, is_global_zero, trainer_kwargs
 from omnigraph.cli._io import add_graph_args, emit
+from omnigraph.training.config import ARCPretrainConfig, REFIGADPretrainConfig
 
 
 def _ints(spec: str) -> list[int]:
@@ -164,22 +165,21 @@ def cmd_pretrain(args) -> int:
     graphs = [load_gad(s) for s in sources]
     trainer = trainer_kwargs(args)
     start = time.perf_counter()
+    flags = ("epochs", "episodes_per_graph", "shots")   # the config fields the command line sets
+    overrides = {k: getattr(args, k) for k in flags if getattr(args, k, None) is not None}
     if args.model == "refi-gad":
         from omnigraph.training.refi_gad import pretrain_refi_gad
 
-        kwargs = {k: v for k, v in (("epochs", args.epochs), ("episodes_per_graph", args.episodes_per_graph),
-                                    ("shots", args.shots)) if v is not None}
-        model = pretrain_refi_gad(graphs, seed=args.seed, out_dir=args.out, progress_bar=not args.quiet,
-                                  **kwargs, **trainer)
-        schedule = {"epochs": kwargs.get("epochs", 100), "episodes_per_graph": kwargs.get("episodes_per_graph", 20),
-                    "shots": kwargs.get("shots", 50)}
+        config = REFIGADPretrainConfig().replace(**overrides)
+        model = pretrain_refi_gad(graphs, config, seed=args.seed, out_dir=args.out, progress_bar=not args.quiet,
+                                  **trainer)
     else:
         from omnigraph.training.arc import pretrain_arc  # lazy: ARC is an optional feature module
 
-        kwargs = {"epochs": args.epochs} if args.epochs is not None else {}
-        model = pretrain_arc(graphs, seed=args.seed, out_dir=args.out, progress_bar=not args.quiet, **kwargs,
+        config = ARCPretrainConfig().replace(**overrides)
+        model = pretrain_arc(graphs, config, seed=args.seed, out_dir=args.out, progress_bar=not args.quiet,
                              **trainer)
-        schedule = {"epochs": kwargs.get("epochs", 40)}
+    schedule = {k: getattr(config, k) for k in flags if hasattr(config, k)}
     seconds = time.perf_counter() - start
     if not is_global_zero():  # DDP: the other ranks trained the same model; rank 0 writes it
         return 0
@@ -246,10 +246,13 @@ def register(parsers) -> None:
     for name in ("refi-gad", "arc"):
         q = parsers["pretrain"].add_parser(name, help=f"pretrain {name} on labelled source graphs")
         q.add_argument("--sources", required=True, help="source graphs, comma separated (names or files)")
-        q.add_argument("--epochs", type=int, default=None, help="epochs (default: the release's, 100 / 40)")
+        defaults = (REFIGADPretrainConfig if name == "refi-gad" else ARCPretrainConfig)()
+        q.add_argument("--epochs", type=int, default=None, help=f"epochs (default: the release's, {defaults.epochs})")
         if name == "refi-gad":
-            q.add_argument("--episodes-per-graph", type=int, default=None, help="episodes per graph per epoch (20)")
-            q.add_argument("--shots", type=int, default=None, help="support size per class in episodes (50)")
+            q.add_argument("--episodes-per-graph", type=int, default=None,
+                           help=f"episodes per graph per epoch ({defaults.episodes_per_graph})")
+            q.add_argument("--shots", type=int, default=None,
+                           help=f"support size per class in episodes ({defaults.shots})")
         q.add_argument("--seed", type=int, default=0)
         add_trainer_args(q, name, devices=1, accelerator="cpu")
         q.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -28,7 +28,9 @@ from torch import Tensor
 from omnigraph.datasets.flags import graph_flag
 from omnigraph.estimators.detector import GeneralistDetector, label_free_draw, load_sources
 from omnigraph.models.arc import ARCModel, arc_features
+from omnigraph.training.config import ARCPretrainConfig
 
+_CFG = ARCPretrainConfig()   # the constructor's pretraining defaults
 
 class ARC(GeneralistDetector):
     """ARC detector: residual MLP encoder + cross-attention reconstruction from normal context.
@@ -38,14 +40,13 @@ class ARC(GeneralistDetector):
         seed: seeds pretraining (initialisation and episodes) and benchmark support draws.
         verbose: 0 silent; >0 shows the Lightning progress bar during ``fit``.
         device: where ``decision_function`` runs (default CPU).
-        epochs, lr, weight_decay, num_context: pretraining schedule (``params/ARC_10.json``:
-            40, 1e-5, 5e-5, 10).
-        d, hidden_channels, num_layers, num_hops, act, dropout: architecture of a fresh model
-            (64, 1024, 3 Linear layers, 2, ``"elu"``, 0).
+        epochs, lr, weight_decay, num_context, max_queries: pretraining schedule; these and the
+            architecture below default to :class:`~omnigraph.training.config.ARCPretrainConfig`
+            (``params/ARC_10.json``; ``max_queries=None``: every anomalous query, as ARC).
+        d, hidden_channels, num_layers, num_hops, act, dropout: architecture of a fresh model.
         row_normalize, self_loops: override the per-graph ``data.row_normalize`` /
             ``data.self_loops`` metadata (defaults False / True when absent).
         devices, strategy, accelerator, out_dir: passed to :func:`~omnigraph.training.arc.pretrain_arc`.
-        max_queries: cap on anomalous queries per training episode (``None`` = all, as ARC).
         chunk_size: encode at most this many nodes at once when scoring.
         model: an :class:`ARCModel` to score with (what :meth:`from_pretrained` passes); ``fit``
             trains a copy of it further instead of a fresh one. Never modified.
@@ -60,11 +61,13 @@ class ARC(GeneralistDetector):
     requires_normal = False      # zero-shot: random context nodes drawn from the target itself
 
     def __init__(self, contamination: float = 0.1, seed: int = 0, verbose: int = 0, device: str | None = None,
-                 epochs: int = 40, lr: float = 1e-5, weight_decay: float = 5e-5, num_context: int = 10,
-                 d: int = 64, hidden_channels: int = 1024, num_layers: int = 3, num_hops: int = 2,
-                 act: str = "elu", dropout: float = 0.0, row_normalize: bool | None = None,
+                 epochs: int = _CFG.epochs, lr: float = _CFG.lr, weight_decay: float = _CFG.weight_decay,
+                 num_context: int = _CFG.num_context, d: int = _CFG.d, hidden_channels: int = _CFG.hidden_channels,
+                 num_layers: int = _CFG.num_layers, num_hops: int = _CFG.num_hops, act: str = _CFG.act,
+                 dropout: float = _CFG.dropout, row_normalize: bool | None = None,
                  self_loops: bool | None = None, devices: int | str | list = 1, strategy: str = "auto",
-                 accelerator: str = "cpu", out_dir: str | os.PathLike | None = None, max_queries: int | None = None,
+                 accelerator: str = "cpu", out_dir: str | os.PathLike | None = None,
+                 max_queries: int | None = _CFG.max_queries,
                  chunk_size: int = 16384, model: ARCModel | None = None, zero_shot_draws: int = 5):
         super().__init__(contamination=contamination, seed=seed, verbose=verbose)
         self.device = device
@@ -106,12 +109,10 @@ class ARC(GeneralistDetector):
         graphs, label = load_sources(graphs, label)
         start = None if self.model is None else copy.deepcopy(self.model)
         self.model_ = pretrain_arc(
-            graphs, epochs=self.epochs, seed=self.seed, devices=self.devices, strategy=self.strategy,
-            accelerator=self.accelerator, out_dir=self.out_dir, lr=self.lr, weight_decay=self.weight_decay,
-            num_context=self.num_context, d=self.d, hidden_channels=self.hidden_channels,
-            num_layers=self.num_layers, num_hops=self.num_hops, act=self.act, dropout=self.dropout,
+            graphs, ARCPretrainConfig.from_params(self.get_params(deep=False)), seed=self.seed,
+            devices=self.devices, strategy=self.strategy, accelerator=self.accelerator, out_dir=self.out_dir,
             row_normalize=self.row_normalize, self_loops=self.self_loops, label=label,
-            max_queries=self.max_queries, progress_bar=self.verbose > 0, model=start)
+            progress_bar=self.verbose > 0, model=start)
         return self
 
     @torch.no_grad()

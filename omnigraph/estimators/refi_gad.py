@@ -30,7 +30,9 @@ from torch import Tensor
 from omnigraph.estimators.detector import GeneralistDetector, load_sources
 from omnigraph.models.fingerprint import graph_fingerprint
 from omnigraph.models.refi_gad import REFIGADNet
+from omnigraph.training.config import REFIGADPretrainConfig
 
+_CFG = REFIGADPretrainConfig()   # the constructor's pretraining defaults
 _ARCH = ("d_model", "num_heads", "num_layers", "ff_dim", "dropout", "temperature")
 
 
@@ -43,10 +45,10 @@ class REFIGAD(GeneralistDetector):
         verbose: 0 silent; >0 shows the Lightning progress bar during ``fit``.
         device: where scoring runs (default CPU).
         epochs, episodes_per_graph, shots, num_query_normal, num_query_anomaly: pretraining
-            schedule (release values: 100, 20, 50, 500, 50).
-        lr, weight_decay, pos_weight, legacy_logit_bce: pretraining optimiser and loss (release
-            values: 1e-4, 5e-5, 4.0; ``legacy_logit_bce=False`` uses a proper BCE, see
-            :meth:`REFIGADNet.loss`).
+            schedule; these and the arguments below default to the release's values in
+            :class:`~omnigraph.training.config.REFIGADPretrainConfig`.
+        lr, weight_decay, pos_weight, legacy_logit_bce: pretraining optimiser and loss
+            (``legacy_logit_bce=False`` uses a proper BCE, see :meth:`REFIGADNet.loss`).
         d_model, num_heads, num_layers, ff_dim, dropout, temperature: architecture of a fresh model.
         sim_scale, ties: fingerprint settings of a fresh model (a checkpoint brings its own).
         snr_pool: ``"global"`` (default, deterministic) or ``"batch"`` (the release's per-chunk pool).
@@ -70,10 +72,13 @@ class REFIGAD(GeneralistDetector):
     requires_anomaly = False
 
     def __init__(self, contamination: float = 0.1, seed: int = 0, verbose: int = 0, device: str | None = None,
-                 epochs: int = 100, episodes_per_graph: int = 20, shots: int = 50, num_query_normal: int = 500,
-                 num_query_anomaly: int = 50, lr: float = 1e-4, weight_decay: float = 5e-5,
-                 pos_weight: float = 4.0, legacy_logit_bce: bool = False, d_model: int = 64, num_heads: int = 4,
-                 num_layers: int = 4, ff_dim: int = 128, dropout: float = 0.1, temperature: float = 0.07,
+                 epochs: int = _CFG.epochs, episodes_per_graph: int = _CFG.episodes_per_graph,
+                 shots: int = _CFG.shots, num_query_normal: int = _CFG.num_query_normal,
+                 num_query_anomaly: int = _CFG.num_query_anomaly, lr: float = _CFG.lr,
+                 weight_decay: float = _CFG.weight_decay, pos_weight: float = _CFG.pos_weight,
+                 legacy_logit_bce: bool = _CFG.legacy_logit_bce, d_model: int = _CFG.d_model,
+                 num_heads: int = _CFG.num_heads, num_layers: int = _CFG.num_layers, ff_dim: int = _CFG.ff_dim,
+                 dropout: float = _CFG.dropout, temperature: float = _CFG.temperature,
                  sim_scale: str = "edges", ties: str = "average", snr_pool: str = "global", chunk_size: int = 512,
                  row_normalize: bool | None = None, self_loops: bool | None = None,
                  devices: int | str | list = 1, strategy: str = "auto", accelerator: str = "cpu",
@@ -128,15 +133,10 @@ class REFIGAD(GeneralistDetector):
         graphs, label = load_sources(graphs, label)
         start = None if self.model is None else copy.deepcopy(self.model)
         self.model_ = pretrain_refi_gad(
-            graphs, epochs=self.epochs, episodes_per_graph=self.episodes_per_graph, shots=self.shots,
-            num_query_normal=self.num_query_normal, num_query_anomaly=self.num_query_anomaly, lr=self.lr,
-            weight_decay=self.weight_decay, pos_weight=self.pos_weight, legacy_logit_bce=self.legacy_logit_bce,
-            seed=self.seed, out_dir=self.out_dir, devices=self.devices, strategy=self.strategy,
-            accelerator=self.accelerator, progress_bar=self.verbose > 0, label=label,
-            fingerprint={"sim_scale": self.sim_scale, "ties": self.ties}, row_normalize=self.row_normalize,
-            self_loops=self.self_loops, d_model=self.d_model, num_heads=self.num_heads,
-            num_layers=self.num_layers, ff_dim=self.ff_dim, dropout=self.dropout, temperature=self.temperature,
-            **({} if start is None else {"model": start}))
+            graphs, REFIGADPretrainConfig.from_params(self.get_params(deep=False)), seed=self.seed,
+            out_dir=self.out_dir, devices=self.devices, strategy=self.strategy, accelerator=self.accelerator,
+            progress_bar=self.verbose > 0, label=label, fingerprint={"sim_scale": self.sim_scale, "ties": self.ties},
+            row_normalize=self.row_normalize, self_loops=self.self_loops, model=start)
         return self
 
     def fingerprint(self, data) -> Tensor:

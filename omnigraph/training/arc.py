@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader
 from omnigraph.datasets.flags import graph_flag
 from omnigraph.models.arc import ARCModel, arc_features
 from omnigraph.training._trainer import fit_lightning, resolve_resume, source_names
+from omnigraph.training.config import ARCPretrainConfig
 from omnigraph.training.episodes import LOSS_CHECKPOINT, episode_generator
 from omnigraph.validation import source_labels
 
@@ -131,14 +132,12 @@ def prepare_sources(graphs, d: int = 64, num_hops: int = 2, row_normalize: bool 
     return ARCSources(feats, labels)
 
 
-def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | list = 1, strategy: str = "auto",
-                 accelerator: str = "cpu", out_dir: str | os.PathLike | None = None, lr: float = 1e-5,
-                 weight_decay: float = 5e-5, num_context: int = 10, d: int = 64, hidden_channels: int = 1024,
-                 num_layers: int = 3, num_hops: int = 2, act: str = "elu", dropout: float = 0.0,
+def pretrain_arc(graphs, config: ARCPretrainConfig | None = None, *, seed: int = 0, devices: int | str | list = 1,
+                 strategy: str = "auto", accelerator: str = "cpu", out_dir: str | os.PathLike | None = None,
                  row_normalize: bool | None = None, self_loops: bool | None = None, label: Sequence | None = None,
-                 model: ARCModel | None = None, max_queries: int | None = None,
-                 progress_bar: bool = True, num_nodes: int = 1, resume_from: str | os.PathLike | None = None,
-                 callbacks: Sequence | None = None) -> ARCModel:
+                 model: ARCModel | None = None, progress_bar: bool = True, num_nodes: int = 1,
+                 resume_from: str | os.PathLike | None = None, callbacks: Sequence | None = None,
+                 **overrides) -> ARCModel:
     """Pretrain ARC on labelled source graphs (spec §6.4); defaults are ``params/ARC_10.json``.
 
     Args:
@@ -146,7 +145,9 @@ def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | l
             an :class:`ARCSources` from :func:`prepare_sources`. Per-graph ``data.row_normalize``
             / ``data.self_loops`` flags are honoured unless the arguments of the same name
             override them for every graph.
-        epochs: passes over the source list (one episode per graph per epoch).
+        config: the hyper-parameters (:class:`~omnigraph.training.config.ARCPretrainConfig`:
+            epochs, lr, weight_decay, num_context, max_queries and a fresh model's architecture);
+            ``overrides`` replace single fields (``pretrain_arc(graphs, epochs=2)``).
         seed: seeds the initialisation and every episode; same seed, same model on CPU.
         devices, strategy, accelerator, num_nodes: passed to ``lightning.Trainer``.
         out_dir: if given, CSV logs (``out_dir/logs``), Lightning checkpoints
@@ -158,23 +159,16 @@ def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | l
         callbacks: extra Lightning callbacks.
         model: continue from this model instead of a fresh one (its architecture wins).
         label: optional per-graph label overrides.
-        max_queries: at most this many anomalous queries per episode (``None``: all, as ARC).
 
     Returns:
         the trained :class:`ARCModel` on CPU, in eval mode.
     """
-    if int(epochs) != epochs or epochs < 1:
-        raise ValueError(f"epochs must be a positive integer, got {epochs}")
-    if num_context < 1:
-        raise ValueError(f"num_context must be >= 1, got {num_context}")
-    if max_queries is not None and max_queries < 1:
-        raise ValueError(f"max_queries must be None or >= 1, got {max_queries}")
+    config = (config or ARCPretrainConfig()).replace(**overrides)
     resolve_resume(resume_from, out_dir)  # fail before the sources are prepared
     if model is None:
         with torch.random.fork_rng(devices=[]):  # seed the init without touching the caller's RNG
             torch.manual_seed(seed)
-            model = ARCModel(in_channels=d, hidden_channels=hidden_channels, num_layers=num_layers,
-                             num_hops=num_hops, act=act, dropout=dropout)
+            model = ARCModel(**config.model_kwargs())
     names = source_names(graphs)
     if isinstance(graphs, ARCSources):
         sources = graphs
@@ -184,17 +178,18 @@ def pretrain_arc(graphs, epochs: int = 40, seed: int = 0, devices: int | str | l
     else:
         sources = prepare_sources(graphs, d=model.in_channels, num_hops=model.num_hops,
                                   row_normalize=row_normalize, self_loops=self_loops, label=label)
-    module = ARCPretrainModule(model, sources.features, sources.labels, lr=lr, weight_decay=weight_decay,
-                               num_context=num_context, seed=seed, max_queries=max_queries)
+    module = ARCPretrainModule(model, sources.features, sources.labels, lr=config.lr,
+                               weight_decay=config.weight_decay, num_context=config.num_context, seed=seed,
+                               max_queries=config.max_queries)
     with torch.random.fork_rng(devices=[]):
-        trainer = fit_lightning(module, max_epochs=int(epochs), out_dir=out_dir, checkpoint=LOSS_CHECKPOINT,
+        trainer = fit_lightning(module, max_epochs=int(config.epochs), out_dir=out_dir, checkpoint=LOSS_CHECKPOINT,
                                 callbacks=callbacks, resume_from=resume_from, accelerator=accelerator,
                                 devices=devices, strategy=strategy, num_nodes=num_nodes, progress_bar=progress_bar,
                                 quiet=not progress_bar, log_every_n_steps=1)
     model = module.model.cpu().eval()
     if out_dir is not None and trainer.is_global_zero:
         model.save_pretrained(Path(out_dir) / "model", card={
-            "method": "ARC (Liu et al., NeurIPS 2024)", "epochs": int(epochs), "seed": seed, "lr": lr,
-            "weight_decay": weight_decay, "num_context": num_context, "max_queries": max_queries,
+            "method": "ARC (Liu et al., NeurIPS 2024)", "epochs": int(config.epochs), "seed": seed, "lr": config.lr,
+            "weight_decay": config.weight_decay, "num_context": config.num_context, "max_queries": config.max_queries,
             "num_sources": len(sources.features), **({"sources": names} if names else {})})
     return model

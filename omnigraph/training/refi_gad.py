@@ -26,11 +26,9 @@ from torch.utils.data import DataLoader, Dataset
 
 from omnigraph.models.refi_gad import REFIGADNet
 from omnigraph.training._trainer import fit_lightning, resolve_resume, source_names
+from omnigraph.training.config import REFIGADPretrainConfig
 from omnigraph.training.episodes import LOSS_CHECKPOINT, episode_generator
 
-#: values in effect in the released ``main.py`` (spec §5.7)
-REFI_GAD_DEFAULTS = {"epochs": 100, "episodes_per_graph": 20, "shots": 50, "num_query_normal": 500,
-                     "num_query_anomaly": 50, "lr": 1e-4, "weight_decay": 5e-5, "pos_weight": 4.0}
 
 def sample_episode(y: Tensor, shots: int, num_query_normal: int, num_query_anomaly: int,
                    generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -149,23 +147,22 @@ def source_fingerprints(graphs, fingerprint: dict | None = None, row_normalize: 
     return fps, labels
 
 
-def pretrain_refi_gad(graphs, epochs: int = 100, episodes_per_graph: int = 20, shots: int = 50,
-                      num_query_normal: int = 500, num_query_anomaly: int = 50, lr: float = 1e-4,
-                      weight_decay: float = 5e-5, pos_weight: float = 4.0, legacy_logit_bce: bool = False,
-                      seed: int = 0, out_dir: str | os.PathLike | None = None, devices: int | str | list = 1,
+def pretrain_refi_gad(graphs, config: REFIGADPretrainConfig | None = None, *, seed: int = 0,
+                      out_dir: str | os.PathLike | None = None, devices: int | str | list = 1,
                       strategy: str = "auto", accelerator: str = "cpu", progress_bar: bool = True,
                       model: REFIGADNet | None = None, label: Sequence | None = None,
                       fingerprint: dict | None = None, row_normalize: bool | None = None,
                       self_loops: bool | None = None, card: dict | None = None, num_nodes: int = 1,
                       resume_from: str | os.PathLike | None = None, callbacks: Sequence | None = None,
-                      **model_kwargs) -> REFIGADNet:
+                      **overrides) -> REFIGADNet:
     """Pretrain REFI-GAD on labelled source graphs (spec §5.5); defaults are the release's.
 
     Args:
         graphs: ``Data`` objects (raw ``x``, ``edge_index``, binary ``y``), or a
             tuple ``(fingerprints, labels)`` precomputed with :func:`source_fingerprints`.
-        epochs, episodes_per_graph, shots, num_query_normal, num_query_anomaly: the schedule.
-        lr, weight_decay, pos_weight, legacy_logit_bce: optimiser and loss.
+        config: the schedule, optimiser, loss and a fresh model's architecture
+            (:class:`~omnigraph.training.config.REFIGADPretrainConfig`; defaults are the release's);
+            ``overrides`` replace single fields (``pretrain_refi_gad(graphs, epochs=2, d_model=32)``).
         seed: seeds the initialisation, dropout and every episode.
         out_dir: CSV logs (``out_dir/logs``), Lightning checkpoints (``out_dir/checkpoints``,
             with ``last.ckpt``) and the final model (``out_dir/model``, safetensors) go there.
@@ -176,51 +173,47 @@ def pretrain_refi_gad(graphs, epochs: int = 100, episodes_per_graph: int = 20, s
             (``out_dir/checkpoints/last.ckpt``) or a ``.ckpt`` path; pass the arguments of the
             interrupted run. On the CPU the result equals that of an uninterrupted run.
         callbacks: extra Lightning callbacks.
-        model: continue from this model (its architecture wins over ``model_kwargs``).
+        model: continue from this model (its architecture wins over the config's).
         label: optional per-graph label overrides.
         fingerprint: ``{"sim_scale": ..., "ties": ...}``, recorded in the model's config.
         row_normalize, self_loops: override every graph's preprocessing flags.
-        model_kwargs: architecture of a fresh :class:`REFIGADNet` (``d_model``, ``num_layers``, ...).
 
     Returns:
         the trained :class:`REFIGADNet` on CPU, in eval mode.
     """
-    for key, value in (("epochs", epochs), ("episodes_per_graph", episodes_per_graph), ("shots", shots)):
-        if int(value) != value or value < 1:
-            raise ValueError(f"{key} must be a positive integer, got {value}")
-    if num_query_normal < 1 or num_query_anomaly < 0:
-        raise ValueError("num_query_normal must be >= 1 and num_query_anomaly >= 0")
+    config = (config or REFIGADPretrainConfig()).replace(**overrides)
     resolve_resume(resume_from, out_dir)  # fail before the fingerprints are computed
     fp_cfg = {"sim_scale": "edges", "ties": "average", **(fingerprint or {})}
     if model is None:
         with torch.random.fork_rng(devices=[]):  # seed the init without touching the caller's RNG
             torch.manual_seed(seed)
-            model = REFIGADNet(fingerprint=fp_cfg, **model_kwargs)
+            model = REFIGADNet(fingerprint=fp_cfg, **config.model_kwargs())
     prepared = isinstance(graphs, tuple) and len(graphs) == 2 and isinstance(graphs[0], list)
     names = None if prepared else source_names(graphs)
     if prepared:
         fps, labels = graphs
     else:
         fps, labels = source_fingerprints(graphs, model.fingerprint, row_normalize, self_loops, label)
-    dataset = EpisodeDataset(fps, labels, episodes_per_graph, shots, num_query_normal, num_query_anomaly, seed)
-    module = REFIGADPretrainModule(model, lr, weight_decay, pos_weight, legacy_logit_bce)
+    dataset = EpisodeDataset(fps, labels, config.episodes_per_graph, config.shots, config.num_query_normal,
+                             config.num_query_anomaly, seed)
+    module = REFIGADPretrainModule(model, config.lr, config.weight_decay, config.pos_weight, config.legacy_logit_bce)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # dropout (a resumed run restores the RNG state from its checkpoint)
-        trainer = fit_lightning(module, max_epochs=int(epochs), datamodule=EpisodeDataModule(dataset),
+        trainer = fit_lightning(module, max_epochs=int(config.epochs), datamodule=EpisodeDataModule(dataset),
                                 out_dir=out_dir, checkpoint=LOSS_CHECKPOINT, callbacks=callbacks, resume_from=resume_from,
                                 accelerator=accelerator, devices=devices, strategy=strategy, num_nodes=num_nodes,
                                 progress_bar=progress_bar, log_every_n_steps=10)
     model = module.model.cpu().eval()
     if out_dir is not None and trainer.is_global_zero:
         model.save_pretrained(Path(out_dir) / "model", card={
-            "method": "REFI-GAD (Liu et al., ICML 2026)", "epochs": int(epochs), "seed": seed,
-            "episodes_per_graph": episodes_per_graph, "shots": shots, "lr": lr, "weight_decay": weight_decay,
+            "method": "REFI-GAD (Liu et al., ICML 2026)", "epochs": int(config.epochs), "seed": seed,
+            "episodes_per_graph": config.episodes_per_graph, "shots": config.shots, "lr": config.lr,
+            "weight_decay": config.weight_decay,
             "num_sources": len(fps), **({"sources": names} if names else {}), **(card or {})})
     return model
 
 
 __all__ = [
-    "REFI_GAD_DEFAULTS",
     "EpisodeDataModule",
     "EpisodeDataset",
     "REFIGADPretrainModule",
