@@ -90,23 +90,6 @@ def _as_layout(op: Tensor, layout: str) -> Tensor:
     return op if op.layout == torch.sparse_coo else op.to_sparse_coo().coalesce()
 
 
-def _values(op: Tensor) -> Tensor:
-    return op.values() if op.layout == torch.sparse_csr else op._values()
-
-
-def _with_values(op: Tensor, values: Tensor) -> Tensor:
-    """A sparse matrix with the index pattern of ``op`` (shared, not copied) and new values."""
-    if op.layout == torch.sparse_csr:
-        return csr_tensor(op.crow_indices(), op.col_indices(), values, op.shape)
-    return torch.sparse_coo_tensor(op._indices(), values, op.shape, is_coalesced=True)
-
-
-def _as_layout(op: Tensor, layout: str) -> Tensor:
-    if layout == "csr":
-        return op if op.layout == torch.sparse_csr else op.to_sparse_csr()
-    return op if op.layout == torch.sparse_coo else op.to_sparse_coo().coalesce()
-
-
 def spmm_kernel(columns: int, device: str | torch.device = "cpu", backend: str = "auto",
                 csr_below_columns: int = 448) -> tuple[str, str]:
     r"""``(layout, backend)`` of the products for chunks of ``columns`` feature columns.
