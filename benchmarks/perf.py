@@ -40,10 +40,15 @@ import sys
 import time
 from pathlib import Path
 
+from locality import work_reorder
 from perf_report import plot_scaling, write_report
+from products_scale import PRODUCTS, work_products
+from roofline import work_rates, work_roofline
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ("rgvt_memory", "rgvt_backends", "fingerprint", "propagation", "scaling", "graphany_entropy")
+SECTIONS = ("rgvt_memory", "rgvt_backends", "fingerprint", "propagation", "scaling", "roofline", "reorder",
+            "products", "distributed",
+            "graphany_entropy")
 BIG = {"num_nodes": 1_000_000, "num_edges": 10_000_000, "num_features": 128, "num_classes": 5, "seed": 0}
 SMOKE = {**BIG, "num_nodes": 2_000, "num_edges": 20_000, "num_features": 16}  # --smoke: seconds, for the tests
 
@@ -379,7 +384,9 @@ def work_rgvt_backends(spec: dict) -> dict:
 
 WORKERS = {"rgvt": work_rgvt, "rgvt_backends": work_rgvt_backends, "rgvt_estimator": work_rgvt_estimator,
            "fingerprint": work_fingerprint,
-           "refi": work_refi, "propagation": work_propagation, "spmm_cost": work_spmm_cost}
+           "refi": work_refi, "propagation": work_propagation, "spmm_cost": work_spmm_cost,
+           "rates": work_rates, "roofline": work_roofline, "reorder": work_reorder,
+           "products": work_products}
 
 
 # ----------------------------------------------------------------------------- driver side
@@ -458,6 +465,90 @@ def section_scaling(args) -> dict:
     return {"rows": rows, "fits": fits}
 
 
+def section_roofline(args) -> dict:
+    """The machine's stream and gather rates (:mod:`roofline`), then every sparse product of
+    RGVT and the fingerprint against them on synthetic power-law graphs of 10^3 .. nodes."""
+    from omnigraph.models.rgvt import RGVTEncoder
+
+    specs = [{"synthetic": {"num_nodes": 10**k, "num_edges": 10 ** (k + 1), "num_features": 64, "num_classes": 5,
+                            "kind": "power_law", "seed": 0}} for k in range(3, 3 + args.scaling_decades)]
+    widths = {RGVTEncoder().chunk_columns(s["synthetic"]["num_nodes"], 64, None) for s in specs} | {64}
+    small = {"dram_bytes": 64 << 20, "copy_bytes": 32 << 20} if args.smoke else {}
+    rates = measure("rates", {"widths": sorted(widths), "in_cache_bytes": RGVTEncoder.block_bytes, **small},
+                    args.threads)
+    if "error" in rates:
+        return {"error": rates["error"]}
+    return {"rates": rates, "rows": [measure("roofline", {**spec, "rates": rates}, args.threads) for spec in specs]}
+
+
+REORDER_GRAPHS = ("gad/reddit", "amazon_computers", "dblp", "coauthor_physics")
+#: the community-structured synthetic graph of the reordering section (ids random by construction)
+COMMUNITIES = {"num_nodes": 1_000_000, "num_edges": 10_000_000, "communities": 1000, "homophily": 0.9}
+
+
+def section_reorder(args) -> dict:
+    """Both models on shuffled real graphs and on :data:`COMMUNITIES`, each order in one process.
+    RGVT on Coauthor-Physics (8,415 features: minutes per run) compares the input order with
+    RCM only, once; the graphs of 10^6 nodes run each order once; the others three times."""
+    rows = {}
+    graphs = [("cora", {"dataset": "cora"})] if args.smoke else [(g, {"dataset": g}) for g in REORDER_GRAPHS]
+    graphs.append(("communities_1e6", {"communities": {**COMMUNITIES, "num_nodes": 2_000, "num_edges": 20_000,
+                                                       "communities": 20} if args.smoke else COMMUNITIES}))
+    for name, spec in graphs:
+        for model in ("rgvt", "fingerprint"):
+            heavy = name == "communities_1e6" and not args.smoke
+            orders = [None, "rcm"] if (name, model) == ("coauthor_physics", "rgvt") else [None, "rcm", "degree"]
+            repeats = 1 if heavy or name == "coauthor_physics" else 3
+            rows[f"{name} {model}"] = measure("reorder", {**spec, "model": model, "orders": orders,
+                                                          "repeats": repeats, "shuffle_seed": 0}, args.threads,
+                                              timeout=7200)
+    return rows
+
+
+def section_products(args) -> dict:
+    """Each model on the ogbn-products-shaped graph (:data:`products_scale.PRODUCTS`), one process each."""
+    spec = _products_spec(args)
+    return {model: measure("products", {**spec, "model": model}, args.threads, timeout=7200)
+            for model in ("rgvt", "refi", "graphany")}
+
+
+def _products_spec(args) -> dict:
+    import tempfile
+
+    graph = {**PRODUCTS, "num_nodes": 5_000, "num_edges": 50_000, "num_classes": 5} if args.smoke else PRODUCTS
+    name = "omnigraph_products_smoke.pt" if args.smoke else "omnigraph_products.pt"
+    return {"graph": graph, "cache": str(Path(args.cache or tempfile.gettempdir()) / name)}
+
+
+def section_distributed(args) -> dict:
+    """Column-parallel RGVT inference (``benchmarks/column_parallel.py``) on the products-scale
+    graph: 1 process with 1 and with 2 threads, and 2 processes of 1 thread (gloo, ``torchrun``)."""
+    import tempfile
+
+    spec = json.dumps(_products_spec(args))
+    runs = {}
+    for name, procs, threads in (("1 process, 1 thread", 1, 1), ("1 process, 2 threads", 1, 2),
+                                 ("2 processes, 1 thread each", 2, 1)):
+        out = Path(tempfile.mkdtemp(prefix="omnigraph_cp_"))
+        script = [str(HERE / "column_parallel.py"), "--spec", spec, "--out", str(out)]
+        cmd = ([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}", *script]
+               if procs > 1 else [sys.executable, *script])
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=7200, check=False)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            runs[name] = {"error": " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])}
+            print(f"  [failed] {name}: {runs[name]['error']}", flush=True)
+            continue
+        ranks = [json.loads(p.read_text()) for p in sorted(out.glob("rank*.json"))]
+        runs[name] = {"processes": procs, "threads": threads, "wall_seconds": wall, "ranks": ranks,
+                      "seconds": max(r["encode_seconds"] + r["gather_seconds"] for r in ranks)}
+        print(f"  {name:>28} {runs[name]['seconds']:8.1f} s  peak {max(r['peak_rss_mib'] for r in ranks):8.0f} MiB",
+              flush=True)
+    return runs
+
+
 def section_graphany_entropy(args) -> dict:
     cmd = [sys.executable, str(HERE / "graphany_entropy.py"), "--out", args.out]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -469,7 +560,9 @@ def section_graphany_entropy(args) -> dict:
 
 SECTION_RUNNERS = {"rgvt_memory": section_rgvt_memory, "rgvt_backends": section_rgvt_backends,
                    "fingerprint": section_fingerprint, "propagation": section_propagation,
-                   "scaling": section_scaling, "graphany_entropy": section_graphany_entropy}
+                   "scaling": section_scaling, "roofline": section_roofline, "reorder": section_reorder,
+                   "products": section_products, "distributed": section_distributed,
+                   "graphany_entropy": section_graphany_entropy}
 assert tuple(SECTION_RUNNERS) == SECTIONS
 
 
@@ -510,6 +603,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="how the machine was loaded during the run (printed on the page)")
     parser.add_argument("--report-only", action="store_true", help="rewrite performance.md from perf.json")
     parser.add_argument("--out", default="docs/results")
+    parser.add_argument("--cache", default=None, help="folder for the generated products-scale graph (default: tmp)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.scaling_decades = min(args.scaling_decades, 2)

@@ -19,6 +19,15 @@ def data_roots() -> list[Path]:
     return [Path(p).expanduser() for p in raw.split(os.pathsep) if p and Path(p).expanduser().is_dir()]
 
 
+def portable(text: str) -> str:
+    """``text`` with this machine's data roots written as ``$OMNIGRAPH_DATA`` and the home folder
+    as ``~``: for messages that go into committed result pages."""
+    for root in sorted(data_roots(), key=lambda p: len(str(p)), reverse=True):
+        text = text.replace(str(root.resolve()), "$OMNIGRAPH_DATA").replace(str(root), "$OMNIGRAPH_DATA")
+    home = str(Path.home())
+    return text.replace(home + os.sep, "~" + os.sep) if home not in ("", os.sep) else text
+
+
 def cache_dir() -> Path:
     path = Path(os.environ.get("OMNIGRAPH_CACHE", "~/.cache/omnigraph")).expanduser()
     path.mkdir(parents=True, exist_ok=True)

@@ -114,3 +114,22 @@ def test_readme_numbers_come_from_committed_results():
     found = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", committed))
     assert numbers <= found, f"README numbers not in docs/results or pretrained cards: {sorted(numbers - found)}"
     assert "<!-- nc-results:start -->" in readme and "<!-- nc-results:end -->" in readme
+
+
+def test_committed_pages_hold_no_machine_paths():
+    """Results, docs, notebooks, cards and the README name no absolute path of the machine that
+    wrote them (data roots appear as ``$OMNIGRAPH_DATA``): ``omnigraph._config.portable``."""
+    pattern = re.compile(r"(?<![\w$.])/(?:work|home|tmp|Users|root|mnt|scratch)/\w")
+    pages = [ROOT / "README.md", *(ROOT / "pretrained").rglob("*.md"), *(ROOT / "notebooks").glob("*.ipynb"),
+             *(p for p in DOCS.rglob("*") if p.suffix in (".md", ".json", ".jsonl", ".csv", ".rst", ".txt"))]
+    bad = {str(p.relative_to(ROOT)): pattern.search(p.read_text()).group(0) for p in pages
+           if p.is_file() and pattern.search(p.read_text())}
+    assert not bad, f"absolute machine paths in committed pages: {bad}"
+
+
+def test_portable_rewrites_data_roots(tmp_path, monkeypatch):
+    from omnigraph._config import portable
+
+    monkeypatch.setenv("OMNIGRAPH_DATA", str(tmp_path))
+    assert portable(f"put its files at {tmp_path}/pyg/Cora/raw") == "put its files at $OMNIGRAPH_DATA/pyg/Cora/raw"
+    assert portable(f"{Path.home()}/x") == "~/x"

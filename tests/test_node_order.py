@@ -92,3 +92,77 @@ def test_node_classification_does_not_depend_on_node_order(cora, make):
     p_perm = make().fit(permuted).predict_proba(permuted)[inv]
     torch.testing.assert_close(p_perm, p, rtol=0, atol=1e-4)
     assert (p.argmax(1) != p_perm.argmax(1)).sum() <= 2     # only near-ties of two classes may flip
+
+
+# ------------------------------------------------------------------ renumbering for locality (issue #20)
+@pytest.mark.parametrize("method", ["rcm", "degree"])
+def test_locality_order_is_a_deterministic_permutation(cora, method):
+    from omnigraph.ops import invert_permutation, locality_order, permute_graph
+
+    data = cora[0]
+    perm = locality_order(data.edge_index, data.num_nodes, method)
+    assert torch.equal(torch.sort(perm).values, torch.arange(data.num_nodes))
+    assert torch.equal(perm, locality_order(data.edge_index, data.num_nodes, method))
+    x, edge_index, inv = permute_graph(data.x, data.edge_index, perm)
+    assert torch.equal(inv, invert_permutation(perm)) and torch.equal(x[inv], data.x)
+    assert torch.equal(perm[edge_index], data.edge_index)                   # the same edges, renamed
+    # isolated nodes (no edge at all) are placed too
+    assert torch.equal(torch.sort(locality_order(torch.empty(2, 0, dtype=torch.long), 5, method)).values,
+                       torch.arange(5))
+
+
+def test_locality_order_rejects_unknown_settings(cora):
+    from omnigraph.ops import locality_order, resolve_reorder
+
+    with pytest.raises(ValueError, match="reorder method"):
+        locality_order(cora[0].edge_index, cora[0].num_nodes, "metis")
+    with pytest.raises(ValueError, match="reorder must be"):
+        resolve_reorder("fast", 10)
+    with pytest.raises(ValueError, match="reorder must be"):
+        RGVT(reorder="fast").fit(cora[0])
+    with pytest.raises(ValueError, match="reorder must be"):
+        RelationalFingerprint(reorder=True)
+    assert resolve_reorder("auto", (1 << 16) - 1) is None and resolve_reorder("auto", 1 << 16) == "rcm"
+
+
+@pytest.mark.parametrize("method", ["rcm", "degree"])
+def test_reordered_rgvt_answers_in_the_users_order(cora, method):
+    """Renumbered inside the estimator, mapped back on output: the unreordered run up to rounding."""
+    permuted = cora[1]
+    plain = RGVT.from_pretrained("rgvt", reorder=None).fit(permuted)
+    reordered = RGVT.from_pretrained("rgvt", reorder=method).fit(permuted)
+    assert reordered.depth_ == plain.depth_
+    torch.testing.assert_close(reordered.predict_proba(permuted), plain.predict_proba(permuted), rtol=0, atol=1e-4)
+    assert (reordered.predict(permuted) != plain.predict(permuted)).sum() <= 2
+    torch.testing.assert_close(reordered.transform(permuted), plain.transform(permuted), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("method", ["rcm", "degree"])
+def test_reordered_fingerprint_answers_in_the_users_order(reddit, method):
+    permuted = reddit[1]
+    a = RelationalFingerprint(reorder=None)(permuted).fingerprint
+    b = RelationalFingerprint(reorder=method)(permuted).fingerprint
+    assert torch.equal(a[:, 3:], b[:, 3:])                  # degree and clustering: integer-exact statistics
+    assert (a - b).abs().max() <= 0.1 and ((a - b).abs() > 0).float().mean() < 0.01
+
+
+def test_reorder_auto_renumbers_large_graphs_only():
+    """From 2^16 nodes on ``reorder="auto"`` renumbers (RCM) and the answers stay the unreordered ones."""
+    from omnigraph.datasets.splits import random_split
+    from omnigraph.datasets.synthetic import synthetic_graph
+    from omnigraph.ops import LARGE_GRAPH_NODES
+
+    def graph(n: int):
+        data = synthetic_graph(n, 4 * n, num_features=8, num_classes=3, seed=0)
+        for key, mask in random_split(data.y, seed=0).items():
+            data[key] = mask
+        return data
+
+    data = graph(LARGE_GRAPH_NODES + 100)
+    auto, plain = RGVT.from_pretrained("rgvt", depths=(1, 2)), RGVT.from_pretrained("rgvt", depths=(1, 2), reorder=None)
+    p_auto, p_plain = auto.fit(data).predict_proba(data), plain.fit(data).predict_proba(data)
+    assert auto._graph(data)["inv"] is not None and plain._graph(data)["inv"] is None
+    torch.testing.assert_close(p_auto, p_plain, rtol=0, atol=1e-4)
+    assert (p_auto.argmax(1) != p_plain.argmax(1)).float().mean() < 1e-3
+    small = graph(LARGE_GRAPH_NODES - 1)
+    assert RGVT.from_pretrained("rgvt", depths=(1,)).fit(small)._graph(small)["inv"] is None

@@ -265,8 +265,10 @@ def test_column_blocked_operators_only_round_and_are_for_inference():
     assert enc.blocks_for(enc.block_min_nodes - 1, 8) == 1                        # small graph: off
     assert enc.blocks_for(enc.block_min_nodes, enc.csr_below_columns) == 1        # COO-width chunks: off
     n = enc.block_min_nodes
-    assert enc.blocks_for(n, 96) == -(-4 * n * 96 // enc.block_bytes) == 6
-    assert enc.blocks_for(n, 96, device="cuda") == 1                              # a CPU-cache measure
+    assert enc.blocks_for(n, 384) == -(-4 * n * 384 // enc.block_bytes) == 6
+    assert enc.blocks_for(n, 384, device="cuda") == 1                             # a CPU-cache measure
+    assert enc.kernel_for(8, blocked=True) == ("csr", "embedding_bag")            # blocks run as bags
+    assert enc.kernel_for(8) == ("csr", "torch")
     plain = enc.build_operators(data.edge_index, data.num_nodes, transposes=False, layout="csr")
     blocked = enc.build_operators(data.edge_index, data.num_nodes, transposes=False, layout="csr", blocks=3)
     assert blocked.blocked and not plain.blocked and len(blocked.rw.parts) == 3 and blocked.num_nodes == 60
@@ -278,6 +280,9 @@ def test_column_blocked_operators_only_round_and_are_for_inference():
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(dict(enc.iterate(data.x, depth=4, operators=blocked))[4], ref[-1],
                                    rtol=1e-5, atol=1e-5)
+        enc.spmm_backend = "torch"                                     # blocks through torch.sparse.mm
+        torch.testing.assert_close(enc(data.x, depth=4, operators=blocked, chunk_size=7), ref[-1], rtol=1e-5, atol=1e-5)
+        enc.spmm_backend = "auto"
         enc.block_min_nodes, enc.block_bytes = 0, 4 * 60 * 7 // 5      # the encoder's own choice: 5 blocks
         assert enc.blocks_for(60, 7) == 5
         torch.testing.assert_close(enc(data.x, data.edge_index, depth=4, chunk_size=7), ref[-1], rtol=1e-5, atol=1e-5)

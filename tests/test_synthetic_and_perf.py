@@ -56,7 +56,7 @@ def test_perf_driver_smoke(tmp_path, data_root):
     """Every section but the external GraphAny script, on tiny graphs: JSON + markdown + plot come out."""
     env = {**os.environ, "OMNIGRAPH_DATA": str(data_root)}
     cmd = [sys.executable, str(ROOT / "benchmarks" / "perf.py"), "--smoke", "--threads", "1",
-           "--only", "rgvt_memory,rgvt_backends,fingerprint,propagation,scaling", "--out", str(tmp_path)]
+           "--only", "rgvt_memory,rgvt_backends,fingerprint,propagation,scaling,roofline,reorder", "--out", str(tmp_path)]
     subprocess.run(cmd, check=True, env=env, timeout=600, capture_output=True)
     results = json.loads((tmp_path / "perf.json").read_text())
     for section in ("rgvt_memory", "rgvt_backends", "fingerprint", "propagation"):
@@ -72,6 +72,19 @@ def test_perf_driver_smoke(tmp_path, data_root):
     for row in results["scaling"]["rows"]:
         costs = row["spmm"]["ns_per_entry_column"]
         assert set(costs) == {"csr", "blocked_csr", "embedding_bag"} and all(v > 0 for v in costs.values())
+    roof = results["roofline"]
+    assert roof["rates"]["stream_gbps"] > 0 and all(v > 0 for v in roof["rates"]["dram_gather_ns"].values())
+    for row in roof["rows"]:
+        for product in row["products"].values():
+            assert product["default"] in product["seconds"] and 0 < product["roofline_s"] < product["dram_ceiling_s"]
+            assert all(f > 0 for f in product["fraction_of_roofline"].values())
+    for key, row in results["reorder"].items():
+        assert "error" not in row, (key, row)
+        for order in ("rcm", "degree"):
+            assert row["orders"][order]["seconds"] > 0
+            assert row["orders"][order].get("same_prediction", 1.0) >= 0.99
+            assert row["orders"][order]["max_abs_diff"] < 0.5
     text = (tmp_path / "performance.md").read_text()
+    assert "roofline" in text and "Node reordering" in text
     assert "time exponent" in text and "--smoke" in text and "| embedding_bag |" in text
     assert (tmp_path / "perf_scaling.png").stat().st_size > 1000

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import torch
 
+from omnigraph._config import portable
+
 # Graphs run by default only on request, with the reason printed in every table.
 DEFAULT_SKIPS = {
     "deezer": "local copy has 31,241 raw multi-hot features instead of PyG's 128-d SVD ones (not comparable; "
@@ -64,7 +66,7 @@ def suite_graphs(suite: str, graphs: list[str] | None = None, include: tuple[str
             data = load_dataset(name, split=member.get("split"), seed=member.get("seed", 0))
         except FileNotFoundError as err:
             print(f"[missing] {name}: {err}", flush=True)
-            yield base, None, {**base, "model": "*", "status": "missing", "note": str(err).splitlines()[0]}
+            yield base, None, {**base, "model": "*", "status": "missing", "note": portable(str(err).splitlines()[0])}
             continue
         yield base, data, None
 

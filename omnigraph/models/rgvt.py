@@ -44,7 +44,14 @@ from torch import Tensor, nn
 from omnigraph._npz import load_npz
 from omnigraph.hub import PretrainedMixin
 from omnigraph.memory import check_memory
-from omnigraph.ops import RGVTOperators, column_blocks, rw_sym_adjacency, spmm_into, spmm_kernel
+from omnigraph.ops import (
+    LARGE_GRAPH_NODES,
+    RGVTOperators,
+    column_blocks,
+    rw_sym_adjacency,
+    spmm_into,
+    spmm_kernel,
+)
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
 
 
@@ -122,9 +129,10 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     #: chunks narrower than this use CSR operators and ``torch.sparse.mm`` (see :meth:`kernel_for`)
     csr_below_columns: int = 448
     #: graphs with at least this many nodes get column-blocked CSR operators (see :meth:`blocks_for`)
-    block_min_nodes: int = 1 << 16
-    #: bytes of feature rows that one column block of the operators gathers from
-    block_bytes: int = 4 << 20
+    block_min_nodes: int = LARGE_GRAPH_NODES
+    #: bytes of feature rows that one column block of the operators gathers from (half the
+    #: 32 MiB last-level cache of the benchmark machine; docs/results/performance.md, roofline)
+    block_bytes: int = 16 << 20
     #: entries per block when phi is applied without autograd (keeps its temporaries in cache)
     phi_block: int = 1 << 16
     #: sparse products of inference steps: ``"auto"``, ``"torch"`` or ``"embedding_bag"`` (see
@@ -190,12 +198,12 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         ops = RGVTOperators(*rw_sym_adjacency(edge_index, num_nodes)).with_layout(layout, blocks)
         return RGVTOperators(ops.rw, ops.sym, transpose(ops.rw), ops.sym) if transposes else ops
 
-    def kernel_for(self, columns: int, device: str | torch.device = "cpu") -> tuple[str, str]:
+    def kernel_for(self, columns: int, device: str | torch.device = "cpu", blocked: bool = False) -> tuple[str, str]:
         """``(layout, backend)`` of the inference products for chunks of ``columns`` columns:
         :func:`~omnigraph.ops.operator_pair.spmm_kernel` with :attr:`spmm_backend` and
-        :attr:`csr_below_columns`. Column-blocked operators (:meth:`blocks_for`) always use
-        ``torch.sparse.mm``; the layout changes results only by rounding."""
-        return spmm_kernel(columns, device, self.spmm_backend, self.csr_below_columns)
+        :attr:`csr_below_columns`; ``blocked``: the operators are column-blocked
+        (:meth:`blocks_for`). The layout and back-end change results only by rounding."""
+        return spmm_kernel(columns, device, self.spmm_backend, self.csr_below_columns, blocked)
 
     def layout_for(self, columns: int, device: str | torch.device = "cpu") -> str:
         """Sparse layout of the operators for chunks of ``columns`` columns (see :meth:`kernel_for`)."""
@@ -250,7 +258,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         r"""One GVT step :math:`\Psi(X)`: ``[N, c] -> [N, c]`` (no column chunking)."""
         if self._needs_grad(x):
             return self.mlp(self.views(x, operators).reshape(self.num_views, -1)).view_as(x)
-        backend = self.kernel_for(x.size(1), x.device)[1]
+        backend = self.kernel_for(x.size(1), x.device, operators.blocked)[1]
         return self._step_into(x, operators, self._workspace(x, x.size(1)), backend).clone()
 
     def _needs_grad(self, x: Tensor) -> bool:
@@ -325,8 +333,9 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         if grad and operators.blocked:
             raise ValueError("column-blocked operators are for inference; build operators with blocks=1 "
                              "to compute gradients")
-        layout, backend = self.kernel_for(step, x.device)
-        operators = operators.with_layout(layout, 1 if grad else self.blocks_for(n, step, x.device))
+        blocks = 1 if grad else self.blocks_for(n, step, x.device)
+        layout, backend = self.kernel_for(step, x.device, blocks > 1 or operators.blocked)
+        operators = operators.with_layout(layout, blocks)
         if not grad and depth:   # one workspace for every chunk and step (see _step_into)
             work = self._workspace(x, step)
         for s in range(0, f, step):
@@ -373,8 +382,9 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         operators = self._operators(x, edge_index, operators)
         n, f = x.shape
         step = self.chunk_columns(n, f, chunk_size)
-        layout, backend = self.kernel_for(step, x.device)
-        operators = operators.with_layout(layout, self.blocks_for(n, step, x.device))
+        blocks = self.blocks_for(n, step, x.device)
+        layout, backend = self.kernel_for(step, x.device, blocks > 1 or operators.blocked)
+        operators = operators.with_layout(layout, blocks)
         work = self._workspace(x, step)
         cur = x
         for layer in range(1, depth + 1):

@@ -12,10 +12,18 @@ from omnigraph.ops.bag_spmm import bag_mm
 from omnigraph.ops.blocked_spmm import ColumnBlockedCSR, split_columns, spmm_into
 from omnigraph.ops.distributed import column_parallel, column_range, gather_columns
 from omnigraph.ops.features import normalize_rows
-from omnigraph.ops.operator_pair import SPMM_BACKENDS, RGVTOperators, column_blocks, spmm_kernel
+from omnigraph.ops.operator_pair import (
+                                     LARGE_GRAPH_NODES,
+                                     SPMM_BACKENDS,
+                                     RGVTOperators,
+                                     column_blocks,
+                                     spmm_kernel,
+)
 from omnigraph.ops.propagate import available_backends, propagate, spmm
+from omnigraph.ops.reorder import invert_permutation, locality_order, permute_graph, resolve_reorder
 
 __all__ = [
+                                     "LARGE_GRAPH_NODES",
                                      "SPMM_BACKENDS",
                                      "ColumnBlockedCSR",
                                      "RGVTOperators",
@@ -26,9 +34,13 @@ __all__ = [
                                      "column_range",
                                      "gather_columns",
                                      "identity_minus",
+                                     "invert_permutation",
+                                     "locality_order",
                                      "mean_adjacency",
                                      "normalize_rows",
+                                     "permute_graph",
                                      "propagate",
+                                     "resolve_reorder",
                                      "rw_adjacency",
                                      "rw_sym_adjacency",
                                      "simple_undirected",

@@ -10,8 +10,7 @@ Each product on the right gathers only the rows :math:`X_{B_j}`. On a graph with
 (random node ids, as in a power-law graph with 10^6 nodes) the unblocked product gathers from
 all of :math:`X` at random and waits on main memory; with blocks sized to the last-level cache
 the gathers hit the cache and the product is faster, even though the output is revisited
-:math:`K` times (one thread, torch 2.13, a 10^6-node / 2 * 10^7-entry operator times 6
-columns: 0.25 s unblocked, 0.15 s with 6 blocks of 4 MiB). The sum is re-associated, so results
+:math:`K` times (measured against the machine's roofline in ``docs/results/performance.md``). The sum is re-associated, so results
 differ from the unblocked product by float rounding (about 1e-7 relative).
 
 Matrices that share one index pattern (RGVT's :math:`A_{\mathrm{rw}}` and
@@ -59,10 +58,19 @@ class ColumnBlockedCSR(NamedTuple):
     def to(self, *args, **kwargs) -> ColumnBlockedCSR:
         return ColumnBlockedCSR(tuple(p.to(*args, **kwargs) for p in self.parts), self.starts)
 
-    def mm(self, x: Tensor, out: Tensor | None = None) -> Tensor:
-        r""":math:`A X` for ``x`` ``[M, c]``, written into ``out`` ``[N, c]`` when given."""
+    def mm(self, x: Tensor, out: Tensor | None = None, backend: str = "torch") -> Tensor:
+        r""":math:`A X` for ``x`` ``[M, c]``, written into ``out`` ``[N, c]`` when given; each
+        block's product through ``torch.sparse.mm`` (``backend="torch"``) or as an embedding bag
+        (``"embedding_bag"``, :func:`~omnigraph.ops.bag_mm`)."""
         if x.size(0) != self.starts[-1]:
             raise ValueError(f"x has {x.size(0)} rows but the operator has {self.starts[-1]} columns")
+        if backend == "embedding_bag":
+            for j, (part, start, stop) in enumerate(zip(self.parts, self.starts, self.starts[1:])):
+                if j == 0:
+                    out = bag_mm(part, x[start:stop], out)
+                else:
+                    out.add_(bag_mm(part, x[start:stop]))
+            return out
         first, rest = self.parts[0], zip(self.parts[1:], self.starts[1:-1], self.starts[2:])
         out = torch.mm(first, x[:self.starts[1]], out=out) if out is not None else torch.mm(first, x[:self.starts[1]])
         for part, start, stop in rest:
@@ -74,12 +82,12 @@ def spmm_into(op: Tensor | ColumnBlockedCSR, x: Tensor, out: Tensor, backend: st
     """``op @ x`` written into ``out`` for a sparse tensor or :class:`ColumnBlockedCSR` ``op``.
 
     ``backend``: ``"torch"`` (``torch.sparse.mm``) or ``"embedding_bag"``
-    (:func:`~omnigraph.ops.bag_mm`), which applies to plain CSR matrices; COO matrices and
-    column-blocked operators always use ``torch.sparse.mm``."""
+    (:func:`~omnigraph.ops.bag_mm`), which applies to CSR matrices and to each block of a
+    column-blocked operator; COO matrices always use ``torch.sparse.mm``."""
     if backend not in ("torch", "embedding_bag"):
         raise ValueError(f"backend must be 'torch' or 'embedding_bag', got {backend!r}")
     if isinstance(op, ColumnBlockedCSR):
-        return op.mm(x, out)
+        return op.mm(x, out, backend)
     if backend == "embedding_bag" and op.layout == torch.sparse_csr:
         return bag_mm(op, x, out)
     return torch.mm(op, x, out=out)

@@ -16,6 +16,10 @@ from omnigraph.ops.blocked_spmm import ColumnBlockedCSR, split_columns
 
 #: the product back-ends :func:`spmm_kernel` chooses between
 SPMM_BACKENDS = ("auto", "torch", "embedding_bag")
+#: from this many nodes on, the large-graph kernels (column blocks, embedding bags, node reordering)
+#: are the default: they change results by float rounding, and 2^16 is the smallest power of two
+#: above every graph of the published tables, whose numbers therefore stay as committed
+LARGE_GRAPH_NODES = 1 << 16
 
 
 class RGVTOperators(NamedTuple):
@@ -91,7 +95,7 @@ def _as_layout(op: Tensor, layout: str) -> Tensor:
 
 
 def spmm_kernel(columns: int, device: str | torch.device = "cpu", backend: str = "auto",
-                csr_below_columns: int = 448) -> tuple[str, str]:
+                csr_below_columns: int = 448, blocked: bool = False) -> tuple[str, str]:
     r"""``(layout, backend)`` of the products for chunks of ``columns`` feature columns.
 
     ``layout`` is the operators' sparse layout (``"csr"`` / ``"coo"``), ``backend`` the
@@ -100,20 +104,23 @@ def spmm_kernel(columns: int, device: str | torch.device = "cpu", backend: str =
 
     - ``"torch"``: CSR below ``csr_below_columns`` columns, COO at or above.
     - ``"auto"``: the same, except that on a CPU the wide chunks run as embedding bags on CSR
-      operators, which sum every row in the order of the COO kernel (bit-identical outputs).
+      operators, which sum every row in the order of the COO kernel (bit-identical outputs),
+      and so do column-blocked operators (``blocked``, large graphs: one bag per block).
     - ``"embedding_bag"``: embedding bags at every width (narrow chunks then differ from the
       CSR kernel by float rounding).
     """
     if backend not in SPMM_BACKENDS:
         raise ValueError(f"spmm_backend must be one of {SPMM_BACKENDS}, got {backend!r}")
     narrow = columns < csr_below_columns
-    if backend == "embedding_bag" or (backend == "auto" and not narrow and torch.device(device).type == "cpu"):
+    cpu = torch.device(device).type == "cpu"
+    if backend == "embedding_bag" or (backend == "auto" and cpu and (blocked or not narrow)):
         return "csr", "embedding_bag"
     return ("csr" if narrow else "coo"), "torch"
 
 
-def column_blocks(num_nodes: int, columns: int, device: str | torch.device = "cpu", *, min_nodes: int = 1 << 16,
-                  csr_below_columns: int = 448, block_bytes: int = 4 << 20) -> int:
+def column_blocks(num_nodes: int, columns: int, device: str | torch.device = "cpu", *,
+                  min_nodes: int = LARGE_GRAPH_NODES,
+                  csr_below_columns: int = 448, block_bytes: int = 16 << 20) -> int:
     r"""Column blocks of the operators for chunks of ``columns`` columns.
 
     On a CPU, graphs of at least ``min_nodes`` nodes with chunks narrower than
@@ -127,4 +134,4 @@ def column_blocks(num_nodes: int, columns: int, device: str | torch.device = "cp
     return max(1, min(num_nodes, -(-4 * num_nodes * columns // block_bytes)))
 
 
-__all__ = ["SPMM_BACKENDS", "RGVTOperators", "column_blocks", "spmm_kernel"]
+__all__ = ["LARGE_GRAPH_NODES", "SPMM_BACKENDS", "RGVTOperators", "column_blocks", "spmm_kernel"]
