@@ -520,6 +520,10 @@ def _products_spec(args) -> dict:
     return {"graph": graph, "cache": str(Path(args.cache or tempfile.gettempdir()) / name)}
 
 
+#: depth of the 2-process run: every further depth adds the same work to every process
+DISTRIBUTED_DEPTH = 2
+
+
 def section_distributed(args) -> dict:
     """Column-parallel RGVT inference (``benchmarks/column_parallel.py``) on the products-scale
     graph: 1 process with 1 and with 2 threads, and 2 processes of 1 thread (gloo, ``torchrun``)."""
@@ -530,7 +534,7 @@ def section_distributed(args) -> dict:
     for name, procs, threads in (("1 process, 1 thread", 1, 1), ("1 process, 2 threads", 1, 2),
                                  ("2 processes, 1 thread each", 2, 1)):
         out = Path(tempfile.mkdtemp(prefix="omnigraph_cp_"))
-        script = [str(HERE / "column_parallel.py"), "--spec", spec, "--out", str(out)]
+        script = [str(HERE / "column_parallel.py"), "--spec", spec, "--out", str(out), "--depth", str(DISTRIBUTED_DEPTH)]
         cmd = ([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}", *script]
                if procs > 1 else [sys.executable, *script])
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
@@ -543,6 +547,7 @@ def section_distributed(args) -> dict:
             continue
         ranks = [json.loads(p.read_text()) for p in sorted(out.glob("rank*.json"))]
         runs[name] = {"processes": procs, "threads": threads, "wall_seconds": wall, "ranks": ranks,
+                      "depth": DISTRIBUTED_DEPTH,
                       "seconds": max(r["encode_seconds"] + r["gather_seconds"] for r in ranks)}
         print(f"  {name:>28} {runs[name]['seconds']:8.1f} s  peak {max(r['peak_rss_mib'] for r in ranks):8.0f} MiB",
               flush=True)

@@ -84,7 +84,13 @@ def roofline_lines(roof: dict) -> list[str]:
                          f"gathers; in {p['blocks']} column blocks the output and row pointers are streamed again "
                          f"per block, which alone raises the streaming time {p['blocked_stream_s'] / p['stream_s']:.1f}x "
                          f"(roofline of the blocked schedule: {(p['blocked_stream_s'] + p['gather_s']) / p['roofline_s']:.2f}x "
-                         "the roofline).")
+                         "the roofline)"
+                         + ("; it runs at the DRAM-gather ceiling "
+                            f"({p['ns_per_entry_column'][p['default']]:.2f} ns against "
+                            f"{p['dram_ceiling_s'] / (p['entries'] * p['columns']) * 1e9:.2f}): its gathers miss the "
+                            "caches, and blocking them costs more output streaming than it saves"
+                            if frac < 0.7 and p["seconds"][p["default"]] <= 1.15 * p["dram_ceiling_s"] else "")
+                         + ".")
         lines.append("")
     return lines
 
@@ -122,7 +128,7 @@ def reorder_lines(rows: dict) -> list[str]:
         sp = r["orders"][best]["speedup"]
         lines.append(f"- {key} ({r['nodes']:,} nodes): best order {best}, **{sp:.2f}x** end to end (goal 1.3x: "
                      f"{'met' if sp >= 1.3 else 'not met'}).")
-    lines += ["", "The rule, from these rows: RGVT renumbers with RCM by default (`reorder=\"auto\"`) from 2^16 nodes "
+    lines += ["", ("The rule, from these rows: RGVT renumbers with RCM by default (`reorder=\"auto\"`) from 2^16 nodes "
               "on, the threshold of the other large-graph kernels, because it won there (on the one graph of that size measured); below 2^16 it keeps the "
               "given order even where RCM or the degree order won, so that the published tables keep their numbers "
               "(pass `reorder=\"rcm\"` to have it). The fingerprint does not renumber by default: on the 10^6-node "
@@ -131,7 +137,7 @@ def reorder_lines(rows: dict) -> list[str]:
               "at 10^6 nodes, which leaves reordering less to win than on the unblocked kernels. RGVT's seconds "
               "include head training; its predictions are compared after the whole `fit`, whose early stopping "
               "can amplify float rounding into a different head (hence the share of identical predictions below "
-              "100% at 10^6 nodes).", ""]
+              "100% at 10^6 nodes)."), ""]
     return lines
 
 
@@ -161,13 +167,27 @@ def products_lines(rows: dict) -> list[str]:
             lines.append(f"| {PRODUCT_MODELS.get(model, model) if i == 0 else ''} | {name} | {p['seconds']:.0f} | "
                          f"{_fmt_mib(p['peak_rss_mib'])} | {('yes' if ok else 'no') if i == 0 else ''} | "
                          f"{note if i == 0 else ''} |")
+    rgvt = rows.get("rgvt", {})
+    if "error" not in rgvt and rgvt:
+        from omnigraph.models.rgvt import RGVTEncoder
+
+        enc = RGVTEncoder()
+        cols = enc.chunk_columns(rgvt["nodes"], rgvt["features"], None)
+        lines += ["", (f"What bounds RGVT here: its encoder propagates {cols}-column chunks (the views [5, N, c] are "
+                  f"capped at `RGVTEncoder.chunk_floats` = {enc.chunk_floats:,} floats, so c = {cols} at "
+                  f"{rgvt['nodes']:,} nodes), and narrow products cost the most per column (a {cols}-column row uses "
+                  f"{4 * cols} of the 64 bytes of each cache line it gathers; the roofline section's gather rates "
+                  "fall with the width); `fit` makes one pass over all "
+                  "depths, `predict` one more to the chosen depth. Raising the cap widens the chunks for memory "
+                  "(5 N c floats); the products and the fingerprint never hold an N x N or N x F x 5 tensor.")]
     return lines + [""]
 
 
 def distributed_lines(runs: dict) -> list[str]:
     """The 2-process table: seconds, speed-up over each 1-process run, per-process peak RSS."""
     ok = {k: r for k, r in runs.items() if "error" not in r}
-    lines = [("RGVT's encoder to depth 8 on the products-scale graph, its feature columns split across processes "
+    depth = next((r.get("depth", 8) for r in ok.values()), 8)
+    lines = [(f"RGVT's encoder to depth {depth} on the products-scale graph, its feature columns split across processes "
              "(`omnigraph.ops.column_parallel`, gloo; `benchmarks/column_parallel.py`), then Z all-gathered on "
              "every rank. Seconds: operators built, columns encoded, Z gathered (the slowest rank). Each process "
              "holds the graph and its operators: memory per process does not fall with the number of processes; "
@@ -186,6 +206,14 @@ def distributed_lines(runs: dict) -> list[str]:
                                         else "no")
         peaks = ", ".join(_fmt_mib(k["peak_rss_mib"]) for k in r["ranks"])
         lines.append(f"| {name} | {r['seconds']:.1f} | {speed} | {peaks} | {same} |")
+    if two:
+        gather = max(k["gather_seconds"] for k in two["ranks"])
+        encode = " and ".join(f"{k['encode_seconds']:.0f}" for k in two["ranks"])
+        lines += ["", (f"In the 2-process run the ranks took {encode} s "
+                  f"to build the operators and encode their columns and up to {gather:.0f} s to all-gather Z (gloo, "
+                  "through memory): every process builds the same operators and the two share one memory bus, so on "
+                  "one machine two threads in one process are the faster way to use two cores; the processes pay off "
+                  "where one machine cannot hold the features, or across machines (`docs/gpu.md`).")]
     return lines + [""]
 
 
@@ -236,10 +264,11 @@ def write_report(results: dict, out: Path) -> None:
                   "it column chunk by column chunk (`RGVTEncoder.column_chunks`) and the head accumulates its first "
                   "layer over them (`RGVTHead.forward_chunks`), or, when F is at most the head width (the "
                   "synthetic graph: F = 128 = hidden), the rows of Z_L are assembled. That buffer, [rows, "
-                  "min(F, hidden)], is kept within `RGVT.predict_block_bytes` (128 MB) by working on blocks of rows, "
+                  "min(F, hidden)], is kept within `RGVT.predict_block_bytes` (128 MB when this section was measured; "
+                  "1 GiB, scikit-learn's `working_memory` default, since) by working on blocks of rows, "
                   "one encoder pass per block (the row-blocks column; memory for time, like scikit-learn's "
                   "`working_memory`). The operators A_rw and A_sym share one int32 CSR pattern; on graphs of at "
-                  f"least `RGVTEncoder.block_min_nodes` ({blocked_from}) nodes it is split into column blocks of 4 MiB of "
+                  f"least `RGVTEncoder.block_min_nodes` ({blocked_from}) nodes it is split into column blocks of 4 MiB (16 MiB since) of "
                   "gathered rows (`omnigraph.ops.split_columns`; the propagation column). `fit` (not part "
                   "of the target) holds X plus one [N, F] iterate and the labelled rows of the depths it compares "
                   "when the validation set is large, as here (half the nodes); with few labelled "

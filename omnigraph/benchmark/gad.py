@@ -213,7 +213,8 @@ def run_benchmark(protocol: str = "reduced-v1", models: Sequence[str] = DEFAULT_
         raise ValueError(f"only refi-gad and arc can be trained in the run, got {sorted(bad)}")
     meta = {"protocol": protocol, "title": proto["title"], "sources": sources, "targets": available,
             "missing_targets": missing, "models": list(models), "regimes": list(regimes), "seeds": seeds,
-            "model_specs": specs, "trained_in_run": sorted(trained & set(specs.values())), "torch": torch.__version__, "python": platform.python_version(),
+            "model_specs": specs, "trained_in_run": sorted(trained & set(specs.values())), "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
             "date": time.strftime("%Y-%m-%d"), "train_seconds": {}, "checkpoints": {}, "datasets": {}}
 
     # detectors: per seed when training in the run, else one per model

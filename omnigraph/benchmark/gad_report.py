@@ -60,7 +60,9 @@ def markdown(result: dict, command: str | None = None) -> str:
               + "; other learned models: checkpoints trained once (listed below)",
               ("- AUROC / AUPRC in percent, mean ± population std; evaluated population = all nodes minus the "
                "support (support-included variant below)"),
-              f"- date {meta['date']}, torch {meta['torch']}, python {meta['python']}"]
+              f"- date {meta['date']}, torch {meta['torch']}"
+              + (f" ({meta['torch_threads']} threads)" if "torch_threads" in meta else "")
+              + f", python {meta['python']}"]
     if meta["missing_targets"]:
         lines.append(f"- targets not available locally: {', '.join(meta['missing_targets'])}")
     for model, info in meta.get("checkpoints", {}).items():

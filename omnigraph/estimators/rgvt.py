@@ -97,8 +97,9 @@ class RGVT(BaseEstimator):
     keep_full_bytes: int = 256 << 20
     #: on larger graphs ``decision_function`` holds at most this many bytes of ``[rows, min(F,
     #: hidden)]`` buffer (Z_L rows or the head's first layer), working on blocks of rows with
-    #: one encoder pass per block: memory for time, as scikit-learn's ``working_memory``
-    predict_block_bytes: int = 128 << 20
+    #: one encoder pass per block: memory for time, as scikit-learn's ``working_memory`` (whose
+    #: default, 1 GiB, this is: at 128 MB an ogbn-products-sized graph took 8 encoder passes)
+    predict_block_bytes: int = 1 << 30
 
     def __init__(self, encoder: RGVTEncoder | None = None, *, protocol: str = "fast", head: str = "mlp",
                  hidden_channels: int = 128, depths: Sequence[int] = tuple(range(1, 9)), lr: float = 5e-3,
