@@ -174,12 +174,13 @@ def products_lines(rows: dict) -> list[str]:
         enc = RGVTEncoder()
         cols = enc.chunk_columns(rgvt["nodes"], rgvt["features"], None)
         lines += ["", (f"What bounds RGVT here: its encoder propagates {cols}-column chunks (the views [5, N, c] are "
-                  f"capped at `RGVTEncoder.chunk_floats` = {enc.chunk_floats:,} floats, so c = {cols} at "
-                  f"{rgvt['nodes']:,} nodes), and narrow products cost the most per column (a {cols}-column row uses "
-                  f"{4 * cols} of the 64 bytes of each cache line it gathers; the roofline section's gather rates "
-                  "fall with the width); `fit` makes one pass over all "
-                  "depths, `predict` one more to the chosen depth. Raising the cap widens the chunks for memory "
-                  "(5 N c floats); the products and the fingerprint never hold an N x N or N x F x 5 tensor.")]
+                       f"capped at `RGVTEncoder.chunk_floats` = {enc.chunk_floats:,} floats, with at least "
+                       f"`min_chunk_columns` = {enc.min_chunk_columns} columns), and narrow products cost the most per "
+                       f"column (a {cols}-column row uses {4 * cols} of the 64 bytes of each cache line it gathers; the "
+                       "roofline section's gather rates fall with the width). Before that floor the cap alone gave "
+                       "2-column chunks here and `fit` + `predict` took 1,127 + 426 s; `fit` makes one pass over all "
+                       "depths, `predict` one more to the chosen depth. The products and the fingerprint never hold an "
+                       "N x N or N x F x 5 tensor.")]
     return lines + [""]
 
 

@@ -115,6 +115,8 @@ def test_chunked_equals_unchunked_and_rows_select():
     # automatic chunking follows chunk_floats
     small = RGVTEncoder()
     small.chunk_floats = 5 * 50 * 4
+    assert small.chunk_columns(50, 23, None) == 8                 # the floor: min_chunk_columns
+    small.min_chunk_columns = 1
     assert small.chunk_columns(50, 23, None) == 4
     with pytest.raises(ValueError, match="chunk_size"):
         enc(data.x, data.edge_index, depth=1, chunk_size=0)

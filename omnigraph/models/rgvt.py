@@ -126,6 +126,10 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     #: set is about 1.2x that without autograd): wide enough for efficient SpMM, small enough to
     #: bound memory on wide graphs (``docs/gpu.md``, "RGVT's CPU kernels").
     chunk_floats: int = 1 << 25
+    #: but never fewer columns than this: on graphs of millions of nodes the cap alone gave
+    #: 2-column chunks, whose products cost twice as much per column as 8-column ones
+    #: (docs/results/performance.md, products-scale section); the views then take 5 N 8 floats
+    min_chunk_columns: int = 8
     #: chunks narrower than this use CSR operators and ``torch.sparse.mm`` (see :meth:`kernel_for`)
     csr_below_columns: int = 448
     #: graphs with at least this many nodes get column-blocked CSR operators (see :meth:`blocks_for`)
@@ -231,13 +235,14 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
 
     def chunk_columns(self, num_nodes: int, num_features: int, chunk_size: int | None) -> int:
         """Columns per chunk: ``chunk_size`` if given, else the most whose view tensor
-        ``[2K+1, N, c]`` stays within ``chunk_floats`` floats."""
+        ``[2K+1, N, c]`` stays within ``chunk_floats`` floats, and at least ``min_chunk_columns``."""
         if chunk_size is not None:
             if isinstance(chunk_size, bool) or int(chunk_size) < 1:
                 raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
             cols = min(int(chunk_size), max(num_features, 1))
         else:
-            cols = min(max(num_features, 1), max(1, self.chunk_floats // (self.num_views * max(num_nodes, 1))))
+            fit = self.chunk_floats // (self.num_views * max(num_nodes, 1))
+            cols = min(max(num_features, 1), max(1, self.min_chunk_columns, fit))
         # memory guard before the views [2K+1, N, cols] of a chunk are allocated (float32)
         check_memory(4 * self.num_views * num_nodes * cols, f"RGVT views [{self.num_views}, {num_nodes}, {cols}]",
                      "pass a smaller chunk_size (feature columns per chunk; results do not depend on it)")
