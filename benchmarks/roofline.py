@@ -170,8 +170,9 @@ def work_roofline(spec: dict) -> dict:
     import torch
     from perf import _graph, _timed
 
+    from omnigraph.models.fingerprint import product_backend
     from omnigraph.models.rgvt import RGVTEncoder
-    from omnigraph.ops import LARGE_GRAPH_NODES, split_columns
+    from omnigraph.ops import split_columns
 
     data = _graph(spec)
     rates = spec["rates"]
@@ -193,8 +194,8 @@ def work_roofline(spec: dict) -> dict:
             blocked_default = enc.blocks_for(n, k) > 1
             bag = enc.kernel_for(k, blocked=blocked_default)[1] == "embedding_bag"
             default = ("blocked_" if blocked_default else "") + ("embedding_bag" if bag else "csr")
-        else:                                                    # RelationalFingerprint._raw_sparse's rule
-            default = "embedding_bag" if n >= LARGE_GRAPH_NODES else "csr"
+        else:                                                    # "auto" is torch's CSR kernel
+            default = "embedding_bag" if product_backend(n) == "embedding_bag" else "csr"
         index, table = block_index(op, k, enc.block_bytes)
         roof = roofline(op, k, rates, gather_ns(k, table, index))
         # what the blocked schedule itself streams: every block walks all N row pointers and

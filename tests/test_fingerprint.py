@@ -15,9 +15,8 @@ from omnigraph.models.fingerprint import (
     RelationalFingerprint,
     column_index,
     rank_transform,
-    triangle_counts,
 )
-from omnigraph.ops import simple_undirected
+from omnigraph.ops import simple_undirected, triangle_counts
 
 
 def _graph(n=40, f=12, p=0.12, seed=0, nonneg=False, isolated=3):

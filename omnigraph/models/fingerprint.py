@@ -62,18 +62,10 @@ from torch_geometric.transforms import BaseTransform
 from omnigraph._cache import GraphCache
 from omnigraph.datasets.flags import graph_flag
 from omnigraph.memory import check_memory
-from omnigraph.ops import (
-    LARGE_GRAPH_NODES,
-    locality_order,
-    normalize_rows,
-    permute_graph,
-    propagate,
-    resolve_reorder,
-    simple_undirected,
-    spmm,
-    sym_adjacency,
-)
+from omnigraph.ops import normalize_rows, propagate, simple_undirected, spmm, sym_adjacency, triangle_counts
 from omnigraph.ops.adjacency import to_csr
+from omnigraph.ops.operator_pair import LARGE_GRAPH_NODES
+from omnigraph.ops.reorder import locality_order, permute_graph, resolve_reorder
 from omnigraph.validation import check_graph
 
 COLUMNS = ("gd", "nd", "np", "degree", "lc")
@@ -139,50 +131,10 @@ def _pairwise_dot_min(x: Tensor, budget: int = 1 << 24) -> Tensor:
     return best
 
 
-def triangle_counts(edge_index: Tensor, num_nodes: int, budget: int = 1 << 22) -> Tensor:
-    r"""Triangles through each node of a simple undirected graph (``edge_index`` symmetric, loop-free).
-
-    Nodes are ranked by (degree, id) and every edge is oriented from the lower to the higher
-    rank, giving a DAG whose out-degrees are at most :math:`\sqrt{2|E|}`. Each triangle
-    :math:`u \prec v \prec w` is then the one *wedge* :math:`(v, w)` of two out-neighbours of
-    :math:`u` that is closed by the oriented edge :math:`v \to w`: all
-    :math:`\sum_u \binom{d^+_u}{2} = O(|E|^{1.5})` wedges are enumerated and looked up among
-    the sorted edge keys (binary search), and each closed one counts once for :math:`u`,
-    :math:`v` and :math:`w`. Wedges are processed in blocks of about ``budget``, so memory
-    stays :math:`O(|E| + \text{budget})`; no :math:`N \times N` matrix is formed.
-    """
-    n = int(num_nodes)
-    row, col = edge_index.cpu()
-    deg = torch.bincount(row, minlength=n)
-    rank = torch.empty(n, dtype=torch.long)
-    rank[torch.argsort(deg * n + torch.arange(n))] = torch.arange(n)
-    keep = rank[row] < rank[col]
-    keys = rank[row[keep]].mul_(n).add_(rank[col[keep]])     # oriented edges u -> w, in rank space
-    del keep
-    keys = keys.sort().values                                # grouped by u, w ascending within u
-    src = keys.div(n, rounding_mode="floor")
-    dst = keys.remainder(n)
-    out_deg = torch.bincount(src, minlength=n)
-    row_end = torch.cumsum(out_deg, 0)[src]                  # end of each position's out-list
-    later = row_end.sub_(torch.arange(keys.numel())).sub_(1)  # out-neighbours after each position
-    cum = torch.cumsum(later, 0)
-    tri = torch.zeros(n, dtype=torch.long)
-    p0 = 0
-    while p0 < keys.numel():
-        base = int(cum[p0 - 1]) if p0 else 0
-        p1 = min(max(int(torch.searchsorted(cum, base + budget, right=True)), p0 + 1), keys.numel())
-        count = later[p0:p1]
-        first = torch.repeat_interleave(torch.arange(p0, p1), count)       # wedge (first, second)
-        second = torch.arange(first.numel()).sub_(torch.repeat_interleave(torch.cumsum(count, 0) - count, count))
-        second.add_(first).add_(1)
-        v, w = dst[first], dst[second]                                       # v < w in rank
-        wanted = v * n + w
-        pos = torch.searchsorted(keys, wanted).clamp_max_(max(keys.numel() - 1, 0))
-        closed = keys[pos] == wanted
-        for corner in (src[first[closed]], v[closed], w[closed]):
-            tri += torch.bincount(corner, minlength=n)
-        p0 = p1
-    return tri[rank]                                          # back from rank to node ids
+def product_backend(num_nodes: int) -> str:
+    """The :func:`~omnigraph.ops.propagate` back-end of the fingerprint's sparse products: embedding
+    bags from 2^16 nodes on (faster; their rounding differs from CSR's), ``"auto"`` below."""
+    return "embedding_bag" if num_nodes >= LARGE_GRAPH_NODES else "auto"
 
 
 class RelationalFingerprint(BaseTransform):
@@ -281,8 +233,7 @@ class RelationalFingerprint(BaseTransform):
     def _raw_sparse(self, x: Tensor, edge_index: Tensor, n: int, loops: bool) -> Tensor:
         ei = simple_undirected(edge_index, n, self_loops=False)  # binary, symmetric, loop-free E
         a_hat = sym_adjacency(ei, n, self_loops=loops, simple=True)
-        # from 2^16 nodes on the products run as embedding bags (faster; rounding differs from CSR)
-        backend = "embedding_bag" if n >= LARGE_GRAPH_NODES else "auto"
+        backend = product_backend(n)
         x_hat = propagate(a_hat, x, 2, backend=backend)[2]
         gd = F.normalize(x_hat, dim=1) @ F.normalize(x_hat.mean(0), dim=0)
 
@@ -409,6 +360,6 @@ __all__ = [
     "clear_fingerprint_cache",
     "column_index",
     "graph_fingerprint",
+    "product_backend",
     "rank_transform",
-    "triangle_counts",
 ]

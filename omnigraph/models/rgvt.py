@@ -44,14 +44,8 @@ from torch import Tensor, nn
 from omnigraph._npz import load_npz
 from omnigraph.hub import PretrainedMixin
 from omnigraph.memory import check_memory
-from omnigraph.ops import (
-    LARGE_GRAPH_NODES,
-    RGVTOperators,
-    column_blocks,
-    rw_sym_adjacency,
-    spmm_into,
-    spmm_kernel,
-)
+from omnigraph.ops import RGVTOperators, column_blocks, rw_sym_adjacency, spmm_into, spmm_kernel
+from omnigraph.ops.operator_pair import LARGE_GRAPH_NODES
 from omnigraph.ops.spmm_grad import spmm_grad, transpose
 
 
@@ -126,16 +120,14 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     #: set is about 1.2x that without autograd): wide enough for efficient SpMM, small enough to
     #: bound memory on wide graphs (``docs/gpu.md``, "RGVT's CPU kernels").
     chunk_floats: int = 1 << 25
-    #: but never fewer columns than this: on graphs of millions of nodes the cap alone gave
-    #: 2-column chunks, whose products cost twice as much per column as 8-column ones
-    #: (docs/results/performance.md, products-scale section); the views then take 5 N 8 floats
+    #: but never fewer columns: the cap alone gave 2-column chunks on millions of nodes, whose
+    #: products cost twice as much per column (performance page, products-scale section)
     min_chunk_columns: int = 8
     #: chunks narrower than this use CSR operators and ``torch.sparse.mm`` (see :meth:`kernel_for`)
     csr_below_columns: int = 448
     #: graphs with at least this many nodes get column-blocked CSR operators (see :meth:`blocks_for`)
     block_min_nodes: int = LARGE_GRAPH_NODES
-    #: bytes of feature rows that one column block of the operators gathers from (half the
-    #: 32 MiB last-level cache of the benchmark machine; docs/results/performance.md, roofline)
+    #: bytes of feature rows one column block gathers from (half this machine's 32 MiB L3; roofline)
     block_bytes: int = 16 << 20
     #: entries per block when phi is applied without autograd (keeps its temporaries in cache)
     phi_block: int = 1 << 16
@@ -208,6 +200,14 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         :attr:`csr_below_columns`; ``blocked``: the operators are column-blocked
         (:meth:`blocks_for`). The layout and back-end change results only by rounding."""
         return spmm_kernel(columns, device, self.spmm_backend, self.csr_below_columns, blocked)
+
+    def _for_chunks(self, operators: RGVTOperators, num_nodes: int, columns: int, device,
+                    grad: bool = False) -> tuple[RGVTOperators, str]:
+        """``operators`` in the layout (and, without ``grad``, the column blocks) of chunks of
+        ``columns`` columns, and the product back-end they run with."""
+        blocks = 1 if grad else self.blocks_for(num_nodes, columns, device)
+        layout, backend = self.kernel_for(columns, device, blocks > 1 or operators.blocked)
+        return operators.with_layout(layout, blocks), backend
 
     def layout_for(self, columns: int, device: str | torch.device = "cpu") -> str:
         """Sparse layout of the operators for chunks of ``columns`` columns (see :meth:`kernel_for`)."""
@@ -338,9 +338,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         if grad and operators.blocked:
             raise ValueError("column-blocked operators are for inference; build operators with blocks=1 "
                              "to compute gradients")
-        blocks = 1 if grad else self.blocks_for(n, step, x.device)
-        layout, backend = self.kernel_for(step, x.device, blocks > 1 or operators.blocked)
-        operators = operators.with_layout(layout, blocks)
+        operators, backend = self._for_chunks(operators, n, step, x.device, grad)
         if not grad and depth:   # one workspace for every chunk and step (see _step_into)
             work = self._workspace(x, step)
         for s in range(0, f, step):
@@ -387,9 +385,7 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
         operators = self._operators(x, edge_index, operators)
         n, f = x.shape
         step = self.chunk_columns(n, f, chunk_size)
-        blocks = self.blocks_for(n, step, x.device)
-        layout, backend = self.kernel_for(step, x.device, blocks > 1 or operators.blocked)
-        operators = operators.with_layout(layout, blocks)
+        operators, backend = self._for_chunks(operators, n, step, x.device)
         work = self._workspace(x, step)
         cur = x
         for layer in range(1, depth + 1):

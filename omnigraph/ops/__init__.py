@@ -21,6 +21,7 @@ from omnigraph.ops.operator_pair import (
 )
 from omnigraph.ops.propagate import available_backends, propagate, spmm
 from omnigraph.ops.reorder import invert_permutation, locality_order, permute_graph, resolve_reorder
+from omnigraph.ops.triangles import triangle_counts
 
 __all__ = [
                                      "LARGE_GRAPH_NODES",
@@ -49,5 +50,6 @@ __all__ = [
                                      "spmm_into",
                                      "spmm_kernel",
                                      "sym_adjacency",
+                                     "triangle_counts",
                                      "undirected_pattern",
 ]
