@@ -166,3 +166,28 @@ def test_reorder_auto_renumbers_large_graphs_only():
     assert (p_auto.argmax(1) != p_plain.argmax(1)).float().mean() < 1e-3
     small = graph(LARGE_GRAPH_NODES - 1)
     assert RGVT.from_pretrained("rgvt", depths=(1,)).fit(small)._graph(small)["inv"] is None
+
+
+def test_permuted_rows_read_like_the_permuted_matrix(cora):
+    """RGVT reads a renumbered graph's features through PermutedRows (no [N, F] copy in the new
+    order): each column slice holds the numbers of x[perm], so the encoder's output is bit-identical."""
+    from omnigraph.ops import PermutedRows, invert_permutation
+
+    data = cora[0]
+    perm = torch.randperm(data.num_nodes, generator=torch.Generator().manual_seed(3))
+    rows = PermutedRows(data.x, perm)
+    assert rows.shape == data.x.shape and rows.dim() == 2 and not rows.requires_grad
+    assert torch.equal(rows[:, 5:300], data.x[perm][:, 5:300])
+    for key in (0, (slice(0, 5), slice(1, 2)), (slice(None), 3)):
+        with pytest.raises(IndexError, match="column slices"):
+            rows[key]
+    with pytest.raises(ValueError, match="perm"):
+        PermutedRows(data.x, perm[:-1])
+    encoder = RGVT.from_pretrained("rgvt").encoder.eval()
+    ops = encoder.build_operators(invert_permutation(perm)[data.edge_index], data.num_nodes, transposes=False)
+    with torch.no_grad():
+        for kw in ({"depth": 3, "chunk_size": 200}, {"depth": 2, "return_all": True}):
+            got, want = encoder(rows, operators=ops, **kw), encoder(data.x[perm], operators=ops, **kw)
+            assert all(torch.equal(a, b) for a, b in zip(got, want)) if isinstance(got, list) else torch.equal(got, want)
+        steps = encoder.iterate(rows, depth=2, operators=ops, reuse=True)
+        assert torch.equal(next(steps)[1], encoder(data.x[perm], depth=1, operators=ops))

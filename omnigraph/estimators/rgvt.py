@@ -54,7 +54,7 @@ from omnigraph.estimators.rgvt_adapt import (
 )
 from omnigraph.models.rgvt import RGVTEncoder
 from omnigraph.models.rgvt_head import HEAD_KINDS
-from omnigraph.ops import locality_order, permute_graph, resolve_reorder
+from omnigraph.ops import PermutedRows, invert_permutation, locality_order, resolve_reorder
 from omnigraph.validation import check_eval_labels, check_graph, not_fitted
 
 
@@ -80,14 +80,18 @@ class RGVT(BaseEstimator):
             Cuthill-McKee from 2^16 nodes on, none below), ``"rcm"``, ``"degree"`` or ``None``.
             Results agree with the unreordered run up to float rounding.
 
-    Fitted attributes: ``depth_``, ``head_``, ``val_accuracy_``, ``best_epoch_``, ``epochs_``
-    (head-training epochs, all heads), ``depth_scores_`` (depth -> validation accuracy of the
-    selection criterion), ``depth_results_``, ``n_classes_``, ``classes_``, ``n_features_in_``,
-    ``fit_seconds_``.
+    Fitted attributes: ``depth_``, ``head_``, ``val_accuracy_`` (on the validation nodes that
+    early stopping watched: all of them, or ``FAST_STOP_ROWS`` of them in the fast protocol),
+    ``best_epoch_``, ``epochs_`` (head-training epochs, all heads), ``depth_scores_`` (depth ->
+    validation accuracy of the selection criterion, every validation node), ``depth_results_``,
+    ``n_classes_``, ``classes_``, ``n_features_in_``, ``fit_seconds_``.
 
     Memory: besides X and the two operators (one shared int32 CSR pattern), ``fit`` holds the
-    labelled rows of the depths it compares, plus one ``[N, F]`` iterate only when those rows
-    outnumber ``N / max(depths)``. On graphs whose :math:`Z_L` exceeds :attr:`keep_full_bytes`,
+    labelled rows of the depths it compares when they number at most ``N / max(depths)``;
+    otherwise one ``[N, F]`` iterate, from which the fast protocol reads the labelled rows in
+    place (keeping only the leading depth's training and early-stopping rows) and the reference
+    protocol copies them. A renumbered graph (``reorder``) is read through
+    :class:`~omnigraph.ops.PermutedRows`, not copied. On graphs whose :math:`Z_L` exceeds :attr:`keep_full_bytes`,
     ``predict`` never holds :math:`Z_L`: see :attr:`predict_block_bytes` and
     ``docs/results/performance.md``.
     """
@@ -177,15 +181,14 @@ class RGVT(BaseEstimator):
         config = (data.num_nodes, id(encoder), str(device), self.chunk_size, order)
         graph = self._graphs.get((data.x, data.edge_index), config)
         if graph is None:
-            x, inv, work = data.x, None, data
-            if order is not None:   # renumbered: x, operators and z live in the new order
-                x, edge_index, inv = permute_graph(data.x, data.edge_index,
-                                                   locality_order(data.edge_index, data.num_nodes, order))
-                work = Data(x=x, edge_index=edge_index, num_nodes=data.num_nodes)
-                inv = inv.to(device)
+            x, inv, work = data.x.to(device, torch.float32), None, data
+            if order is not None:   # renumbered: operators and z live in the new order; x is read in it
+                perm = locality_order(data.edge_index, data.num_nodes, order)
+                inv = invert_permutation(perm.to(data.edge_index.device))
+                work = Data(x=data.x, edge_index=inv[data.edge_index], num_nodes=data.num_nodes)
+                x, inv = PermutedRows(x, perm), inv.to(device)
             graph = self._graphs.put((data.x, data.edge_index), config, {
-                "x": x.to(device, torch.float32), "ops": inference_operators(encoder, work, self.chunk_size, device),
-                "z": {}, "inv": inv})
+                "x": x, "ops": inference_operators(encoder, work, self.chunk_size, device), "z": {}, "inv": inv})
         return graph
 
     @staticmethod
@@ -221,7 +224,7 @@ class RGVT(BaseEstimator):
             rows = graph["inv"][rows]       # the same nodes, in the same order, under their new ids
         full: dict[int, Tensor] | None = {} if len(depths) * data.x.numel() * 4 <= self.keep_full_bytes else None
         reps = labelled_representations(self._encoder(), graph["x"], graph["ops"], rows, depths,
-                                        self.chunk_size, full)
+                                        self.chunk_size, full, lazy=self.protocol == "fast")
         (result,) = adapt_representations(
             reps, y_train.numel(), y_train, y_val, num_classes, protocol=self.protocol, seeds=(int(self.seed),),
             head=self.head, hidden_channels=int(self.hidden_channels), lr=float(self.lr),

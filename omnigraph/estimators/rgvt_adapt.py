@@ -26,6 +26,8 @@ PATIENCE = 200
 FAST_STOP_ROWS = 2048
 # ridge strengths relative to the mean squared row norm of Z_L (scale-free across depths)
 RIDGE_ALPHAS = (1e-3, 1e-2, 1e-1, 1.0)
+# validation rows per block when the ridge scores read a depth (the hits do not depend on it)
+RIDGE_BLOCK_ROWS = 2048
 
 
 
@@ -48,29 +50,58 @@ def ridge_depth_scores(z_train: Tensor, y_train: Tensor, z_val: Tensor, y_val: T
     Returns:
         ``D`` integers: the most validation nodes classified correctly at each depth.
     """
-    if min(z_train.shape[1], z_train.shape[2]) > max_rows:
-        z_train, y_train = z_train[:, :max_rows], y_train[:max_rows]
+    return [ridge_hits(zt, y_train, [zv], y_val, num_classes, alphas, max_rows) for zt, zv in zip(z_train, z_val)]
+
+
+def ridge_hits(z_train: Tensor, y_train: Tensor, val_blocks: Iterable[Tensor], y_val: Tensor, num_classes: int,
+               alphas: Sequence[float] = RIDGE_ALPHAS, max_rows: int = 4096) -> int:
+    """:func:`ridge_depth_scores` for one depth, the validation rows ``[m, F]`` given as
+    consecutive row blocks (so that they need not be held at once; same hits for any blocking)."""
+    if min(z_train.shape) > max_rows:
+        z_train, y_train = z_train[:max_rows], y_train[:max_rows]
     y = F.one_hot(y_train, num_classes).to(z_train.dtype)
     prior = y.mean(dim=0)   # the intercept's share of the prediction
     y = y - prior
-    scores = []
-    for zt, zv in zip(z_train, z_val):
-        mean = zt.mean(dim=0)
-        zt, zv = zt - mean, zv - mean
-        dual = zt.shape[0] <= zt.shape[1]
-        gram = zt @ zt.T if dual else zt.T @ zt               # n x n or F x F
-        cross = zv @ zt.T if dual else zv                     # maps the solution to validation logits
-        rhs = y if dual else zt.T @ y
-        scale = float(gram.diagonal().sum()) / zt.shape[0] or 1.0
-        eye = torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
-        hits = []
-        for a in alphas:
-            chol, info = torch.linalg.cholesky_ex(gram + a * scale * eye)
-            sol = torch.cholesky_solve(rhs, chol) if int(info) == 0 else torch.linalg.lstsq(gram + a * scale * eye,
-                                                                                             rhs).solution
-            hits.append(int((cross @ sol + prior).argmax(dim=1).eq(y_val).sum()))
-        scores.append(max(hits))
-    return scores
+    mean = z_train.mean(dim=0)
+    zt = z_train - mean
+    dual = zt.shape[0] <= zt.shape[1]
+    gram = zt @ zt.T if dual else zt.T @ zt               # n x n or F x F
+    rhs = y if dual else zt.T @ y
+    scale = float(gram.diagonal().sum()) / zt.shape[0] or 1.0
+    eye = torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
+    solutions = []
+    for a in alphas:
+        chol, info = torch.linalg.cholesky_ex(gram + a * scale * eye)
+        solutions.append(torch.cholesky_solve(rhs, chol) if int(info) == 0
+                         else torch.linalg.lstsq(gram + a * scale * eye, rhs).solution)
+    hits, start = [0] * len(solutions), 0
+    for zv in val_blocks:
+        zv = zv - mean
+        cross = zv @ zt.T if dual else zv                 # maps the solution to validation logits
+        yv, start = y_val[start:start + zv.shape[0]], start + zv.shape[0]
+        for i, sol in enumerate(solutions):
+            hits[i] += int((cross @ sol + prior).argmax(dim=1).eq(yv).sum())
+    return max(hits)
+
+
+class LabelledRows:
+    """The rows ``index`` of a representation ``z`` ``[N, F]``, gathered only when read
+    (``rows[i:j]`` returns ``z[index[i:j]]``): the fast protocol scores a depth-major iterate's
+    labelled rows block by block instead of copying all of them first. Valid while ``z`` is."""
+
+    def __init__(self, z: Tensor, index: Tensor):
+        self.z, self.index = z, index
+
+    @property
+    def shape(self) -> torch.Size:
+        return torch.Size((self.index.numel(), self.z.size(1)))
+
+    @property
+    def device(self) -> torch.device:
+        return self.z.device
+
+    def __getitem__(self, item) -> Tensor:
+        return self.z[self.index[item]]
 
 
 def _argmax_first(values: Sequence[float]) -> int:
@@ -101,7 +132,8 @@ def adapt_representations(representations: Iterable[tuple[int, Tensor]], n_train
 
     Args:
         representations: ``(depth, z)`` pairs in increasing depth, ``z`` ``[n_train + n_val, F]``
-            with the training rows first (e.g. from :meth:`RGVTEncoder.iterate`). Consumed
+            with the training rows first (e.g. from :func:`labelled_representations`; ``"fast"``
+            also takes :class:`LabelledRows`, read before the next pair is drawn). Consumed
             once; at most about ``group_bytes`` of them are held at a time.
         n_train: number of training rows at the top of each ``z``.
         y_train, y_val: ``[n_train]`` and ``[n_val]`` class ids.
@@ -159,36 +191,35 @@ def adapt_representations(representations: Iterable[tuple[int, Tensor]], n_train
                  for d, f in zip(depths, fits[k])]))
         return results
 
-    # fast: ridge scores per depth; only the best depth's rows are kept
-    scores: list[int] = []
-    best_z, chosen = None, []
-    for depth, z in representations:
-        depths.append(depth)
-        (score,) = ridge_depth_scores(z[None, :n_train], y_train, z[None, n_train:], y_val, num_classes)
-        if not scores or score > max(scores):
-            best_z = z
-        scores.append(score)
-        # draw the heads the reference would draw for this depth; keep them while it leads
-        drawn = [draw(gen, z) for gen in generators]
-        if best_z is z:
-            chosen = drawn
-    if best_z is None:
-        raise ValueError("no representations to adapt to")
-    best = _argmax_first(scores)
-    k = len(seeds)
-    z_val, y_stop = best_z[n_train:], y_val
-    if y_val.numel() > FAST_STOP_ROWS:
+    # fast: ridge scores per depth on every validation node, read in row blocks; only the
+    # training rows and the early-stopping rows of the leading depth are kept
+    k, n_rows = len(seeds), int(y_val.numel())
+    stop = None
+    if n_rows > FAST_STOP_ROWS:
         # the per-epoch validation pass dominates the cost on large graphs: early stopping
         # watches a fixed random subset of the validation nodes (the depth used all of them)
-        keep = torch.randperm(y_val.numel(), generator=torch.Generator().manual_seed(0))[:FAST_STOP_ROWS]
-        keep = keep.sort().values.to(y_val.device)
-        z_val, y_stop = z_val[keep], y_val[keep]
-    out = train_heads(chosen, best_z[None, :n_train].expand(k, -1, -1), y_train,
-                      z_val[None].expand(k, -1, -1), y_stop, **settings)
-    if y_stop is not y_val:   # report the accuracy on the whole validation set
-        with torch.no_grad():
-            full = [float((h(best_z[n_train:]).argmax(-1) == y_val).float().mean()) for h in chosen]
-        out = [HeadFit(round(a * n_val), a, f.best_epoch, f.epochs) for a, f in zip(full, out)]
+        stop = torch.randperm(n_rows, generator=torch.Generator().manual_seed(0))[:FAST_STOP_ROWS]
+        stop = stop.sort().values.to(y_val.device)
+    y_stop = y_val if stop is None else y_val[stop]
+    scores: list[int] = []
+    kept, chosen = None, []
+    for depth, z in representations:
+        depths.append(depth)
+        z_train = z[:n_train]
+        blocks = (z[n_train + s:n_train + min(s + RIDGE_BLOCK_ROWS, n_rows)] for s in range(0, n_rows, RIDGE_BLOCK_ROWS))
+        score = ridge_hits(z_train, y_train, blocks, y_val, num_classes)
+        # draw the heads the reference would draw for this depth; keep them while it leads
+        drawn = [draw(gen, z) for gen in generators]
+        if not scores or score > max(scores):
+            kept, chosen = None, drawn   # the previous leader's rows go before the new ones are gathered
+            kept = (z_train, z[n_train:n_train + n_rows] if stop is None else z[n_train + stop])
+        scores.append(score)
+    if kept is None:
+        raise ValueError("no representations to adapt to")
+    best = _argmax_first(scores)
+    z_train, z_stop = kept
+    out = train_heads(chosen, z_train[None].expand(k, -1, -1), y_train, z_stop[None].expand(k, -1, -1), y_stop,
+                      **settings)
     return [Adaptation(seed, depths[best], h, f.val_accuracy, f.best_epoch, f.epochs,
                        {d: c / n_val for d, c in zip(depths, scores)},
                        [{"depth": d, "ridge_val_accuracy": c / n_val} for d, c in zip(depths, scores)])
@@ -197,11 +228,14 @@ def adapt_representations(representations: Iterable[tuple[int, Tensor]], n_train
 
 def labelled_representations(encoder: RGVTEncoder, x: Tensor, operators: RGVTOperators, rows: Tensor,
                              depths: Sequence[int], chunk_size: int | None = None,
-                             keep_full: dict[int, Tensor] | None = None) -> Iterator[tuple[int, Tensor]]:
+                             keep_full: dict[int, Tensor] | None = None,
+                             lazy: bool = False) -> Iterator[tuple[int, Tensor | LabelledRows]]:
     """Yield ``(depth, z[rows])`` for ``depths`` from one recurrence pass (no gradients).
 
     If ``keep_full`` is a dict, the full ``[N, F]`` matrices are also stored in it (depth ->
-    matrix), so that the caller can predict without a second pass.
+    matrix), so that the caller can predict without a second pass. With ``lazy``, a depth-major
+    pass yields :class:`LabelledRows` of its iterate instead of copying the rows (read each
+    before drawing the next: the iterate is overwritten).
     """
     wanted = set(depths)
     if keep_full is None and max(wanted) * rows.numel() <= x.size(0):
@@ -227,7 +261,7 @@ def labelled_representations(encoder: RGVTEncoder, x: Tensor, operators: RGVTOpe
         if depth in wanted:
             if keep_full is not None:
                 keep_full[depth] = z
-            yield depth, z[rows]
+            yield depth, LabelledRows(z, rows) if lazy else z[rows]
 
 
 def labelled_rows(data, device) -> tuple[Tensor, Tensor, Tensor]:
@@ -265,11 +299,12 @@ def adapt(encoder: RGVTEncoder, data, protocol: str = "fast", seeds: Sequence[in
     rows, y_train, y_val = labelled_rows(data, device)
     encoder = encoder.to(device).eval()
     ops = inference_operators(encoder, data, chunk_size, device)
-    reps = labelled_representations(encoder, data.x.to(device, torch.float32), ops, rows, sorted(depths), chunk_size)
+    reps = labelled_representations(encoder, data.x.to(device, torch.float32), ops, rows, sorted(depths), chunk_size,
+                                    lazy=protocol == "fast")
     return adapt_representations(reps, y_train.numel(), y_train, y_val, resolve_num_classes(num_classes, y_train, y_val),
                                  protocol=protocol, seeds=seeds, **kwargs)
 
 
-__all__ = ["FAST_STOP_ROWS", "PATIENCE", "PROTOCOLS", "RIDGE_ALPHAS", "Adaptation", "adapt", "adapt_representations",
-           "inference_operators", "labelled_representations", "labelled_rows", "resolve_num_classes",
-           "ridge_depth_scores"]
+__all__ = ["FAST_STOP_ROWS", "PATIENCE", "PROTOCOLS", "RIDGE_ALPHAS", "RIDGE_BLOCK_ROWS", "Adaptation", "LabelledRows",
+           "adapt", "adapt_representations", "inference_operators", "labelled_representations", "labelled_rows",
+           "resolve_num_classes", "ridge_depth_scores", "ridge_hits"]

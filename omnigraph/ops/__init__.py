@@ -20,13 +20,20 @@ from omnigraph.ops.operator_pair import (
                                      spmm_kernel,
 )
 from omnigraph.ops.propagate import available_backends, propagate, spmm
-from omnigraph.ops.reorder import invert_permutation, locality_order, permute_graph, resolve_reorder
+from omnigraph.ops.reorder import (
+                                     PermutedRows,
+                                     invert_permutation,
+                                     locality_order,
+                                     permute_graph,
+                                     resolve_reorder,
+)
 from omnigraph.ops.triangles import triangle_counts
 
 __all__ = [
                                      "LARGE_GRAPH_NODES",
                                      "SPMM_BACKENDS",
                                      "ColumnBlockedCSR",
+                                     "PermutedRows",
                                      "RGVTOperators",
                                      "available_backends",
                                      "bag_mm",

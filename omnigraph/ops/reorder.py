@@ -78,5 +78,40 @@ def permute_graph(x: Tensor, edge_index: Tensor, perm: Tensor) -> tuple[Tensor, 
     return x[perm.to(x.device)], inv[edge_index], inv
 
 
-__all__ = ["REORDER_METHODS", "REORDER_MIN_NODES", "invert_permutation", "locality_order", "permute_graph",
-           "resolve_reorder"]
+class PermutedRows:
+    """``x[perm]`` (``[N, F]``) without the copy: a column slice ``rows[:, a:b]`` is gathered when read.
+
+    A model that reads its input one column chunk at a time (RGVT) can so run on a renumbered
+    graph without a second ``[N, F]`` matrix; each chunk holds the same numbers as the same
+    columns of ``x[perm]``. Offers what such a reader needs: ``shape``, ``size``, ``dim``,
+    ``dtype``, ``device``, ``requires_grad`` (False), ``new_empty`` and ``rows[:, cols]``.
+    """
+
+    requires_grad = False
+
+    def __init__(self, x: Tensor, perm: Tensor):
+        if x.dim() != 2 or perm.shape != (x.size(0),):
+            raise ValueError(f"need x [N, F] and perm [N], got {list(x.shape)} and {list(perm.shape)}")
+        self.x, self.perm = x, perm.to(x.device)
+
+    shape = property(lambda self: self.x.shape)
+    dtype = property(lambda self: self.x.dtype)
+    device = property(lambda self: self.x.device)
+
+    def dim(self) -> int:
+        return 2
+
+    def size(self, dim: int | None = None):
+        return self.x.size() if dim is None else self.x.size(dim)
+
+    def new_empty(self, *size) -> Tensor:
+        return self.x.new_empty(*size)
+
+    def __getitem__(self, key) -> Tensor:
+        if not (isinstance(key, tuple) and len(key) == 2 and key[0] == slice(None) and isinstance(key[1], slice)):
+            raise IndexError("PermutedRows reads whole column slices only: rows[:, a:b]")
+        return self.x[:, key[1]].index_select(0, self.perm)
+
+
+__all__ = ["REORDER_METHODS", "REORDER_MIN_NODES", "PermutedRows", "invert_permutation", "locality_order",
+           "permute_graph", "resolve_reorder"]
