@@ -3,20 +3,60 @@
 Copies the run's ``results.csv`` / ``results.md`` / ``results.png`` / ``summary.json`` into
 ``docs/results/nc/`` and adds the comparisons issue #7 asks for (RGVT against GraphAny and MLP,
 the shipped checkpoint against the authors' seed_42 weights, fast against reference
-adaptation), each computed from those files.
+adaptation) and issue #18's shipping check (mean difference, graphs with >= 1,000 test nodes,
+feature-type groups), each computed from the run's ``summary.json``.
 
     python benchmarks/nc_page.py --run runs/nc_full --command "omnigraph benchmark nc ..."
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import shutil
 import statistics
 from pathlib import Path
 
 AUTHORS = "rgvt (authors' weights)"
+
+
+DEFAULTS = (
+    "**What the default is.** `RGVT.from_pretrained(\"rgvt\")` (and `omnigraph predict`) adapts with the *fast* "
+    "protocol: the depth L in 1..8 is chosen by a closed-form ridge classifier on each depth's representation and "
+    "one head is trained at that depth (the paper trains a head per depth and keeps the best on validation: the "
+    "*reference* protocol). The shipped `rgvt` encoder was pretrained on Cora's 140 training labels with 128 "
+    "TruncatedSVD features (ogbn-arxiv, the paper's source, is not available offline), so Cora is a pretraining "
+    "source and not in the transfer mean. The paper's protocol with the authors' weights is one line: "
+    "`RGVT.from_reference_npz(\"rgvt/seed_42.npz\", protocol=\"reference\").fit(data)`.")
+MIN_TEST_NODES = 1000
+
+
+def _ship_check(cells: dict, transfer: list[str], summary: dict) -> list[str]:
+    """Issue #18 section 3: does the shipped checkpoint beat the authors' seed_42 weights by 0.5 on
+    the mean, and lose more than 3 points on no graph with at least 1,000 test nodes?"""
+    d = summary["mean"]["rgvt"] - summary["mean"][AUTHORS]
+    big = [g for g in transfer if (cells[g]["rgvt"].get("n_test") or 0) >= MIN_TEST_NODES]
+    losses = {g: cells[g]["rgvt"]["test_accuracy"] - cells[g][AUTHORS]["test_accuracy"] for g in big}
+    lines = ["## Shipped checkpoint against the authors' weights (issue #18)", "",
+             (f"Mean over {len(transfer)} transfer graphs: shipped `rgvt` {summary['mean']['rgvt']:.2f} ± "
+             f"{summary['mean_std']['rgvt']:.2f}, `seed_42` {summary['mean'][AUTHORS]:.2f} ± "
+             f"{summary['mean_std'][AUTHORS]:.2f} (± std over head seeds of the mean); difference **{d:+.2f}** "
+             f"(to ship a new checkpoint: >= +0.50, {'holds' if d >= 0.5 else '**does not hold**'})."), "",
+             f"Graphs with at least {MIN_TEST_NODES:,} test nodes (to ship: no loss of more than 3 points):", "",
+             "| graph | test nodes | shipped rgvt | seed_42 | difference | more than 3 points lost |",
+             "|---|---:|---:|---:|---:|---|"]
+    for g, diff in losses.items():
+        a, b = cells[g]["rgvt"], cells[g][AUTHORS]
+        lines.append(f"| {g} | {a['n_test']:,} | {a['test_accuracy']:.2f} ± {a['test_accuracy_std']:.2f} | "
+                     f"{b['test_accuracy']:.2f} ± {b['test_accuracy_std']:.2f} | {diff:+.2f} | "
+                     f"{'**yes**' if diff < -3 else 'no'} |")
+    groups = summary["groups"]
+    lines += ["", "Per feature-type group (mean test accuracy):", "",
+              "| group | graphs | shipped rgvt | seed_42 | difference |", "|---|---:|---:|---:|---:|"]
+    for t, group in groups.items():
+        if group["graphs"]:
+            a, b = group["mean"]["rgvt"], group["mean"][AUTHORS]
+            lines.append(f"| {t} | {len(group['graphs'])} | {a:.2f} | {b:.2f} | {a - b:+.2f} |")
+    return lines
 
 
 def _without_title(text: str) -> str:
@@ -39,24 +79,25 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("results.csv", "results.md", "results.png", "summary.json"):
         shutil.copy(run / name, target / name)
     summary = json.loads((run / "summary.json").read_text())
-    with open(run / "results.csv") as f:
-        rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
-    acc = {(r["dataset"], r["model"]): float(r["test_accuracy"]) for r in rows}
-    graphs = list(dict.fromkeys(r["dataset"] for r in rows))
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    every = [g for g in graphs if all((g, m) in acc for m in models)]
+    cells = summary["per_graph"]
+    models = list(summary["mean"])
+    every = summary["all_graphs"]
 
     def mean(model: str, over: list[str]) -> float:
-        return statistics.fmean(acc[(g, model)] for g in over)
+        return statistics.fmean(cells[g][model]["test_accuracy"] for g in over)
 
     transfer = summary["graphs"]  # pretraining sources of the shipped checkpoints excluded
+    seeds = {m: summary["seeds"][m] for m in models}
     lines = ["# Zero-shot node classification", "",
              f"Command: `{args.command}`" + (f" ({args.note})" if args.note else ""), "",
-             "Test accuracy (%) per graph; RGVT and the authors' RGVT weights adapt a fresh head and the depth "
-             "on each graph's train/validation labels (fast protocol), GraphAny solves its least squares on the "
-             "train labels, GCN and MLP are trained on each graph (PyG models, fixed recipe). Full table with "
-             "per-model wall seconds: [nc/results.md](nc/results.md); the same rows as CSV: "
-             "[nc/results.csv](nc/results.csv).", "",
+             DEFAULTS, "",
+             ("Test accuracy (%) per graph, mean ± sample std over head seeds "
+             f"({'; '.join(f'{m}: {len(s)}' for m, s in seeds.items())}); RGVT and the authors' RGVT weights adapt "
+             "a fresh head and the depth on each graph's train/validation labels (fast protocol), GraphAny solves "
+             "its least squares on the train labels (it has no random step: its std is 0), GCN and MLP are trained "
+             "on each graph (PyG models, fixed recipe). Balanced accuracy and macro-F1 follow the accuracy table: "
+             "on minesweeper and tolokers accuracy sits near the majority rate and cannot tell a model from a "
+             "constant. Per-seed rows with wall seconds: [nc/results.csv](nc/results.csv)."), "",
              _without_title((run / "results.md").read_text()), "",
              "![per-graph accuracy](nc/results.png)", "",
              "## Comparisons asked for by the benchmark (issue #7)", "",
@@ -65,24 +106,27 @@ def main(argv: list[str] | None = None) -> None:
     def check(label: str, over: list[str], value: float, target: str, ok: bool) -> None:
         lines.append(f"| {label} | {len(over)} graphs | {value:+.2f} | {target} | {'yes' if ok else '**no**'} |")
 
+    present = [m for m in ("rgvt", "graphany", "mlp") if m in models]
     for over, name in ((transfer, "transfer graphs (pretraining sources excluded)"), (every, "all graphs run")):
         lines.append(f"| *{name}* | | | | |")
-        d = mean("rgvt", over) - mean("graphany", over)
-        check("RGVT mean − GraphAny mean", over, d, ">= +6", d >= 6)
-        d = mean("rgvt", over) - mean("mlp", over)
-        check("RGVT mean − MLP mean", over, d, ">= 0", d >= 0)
-        if AUTHORS in models:
+        for other, name, target, rule in (("graphany", "GraphAny", 6.0, ">= +6"), ("mlp", "MLP", 0.0, ">= 0")):
+            if {"rgvt", other} <= set(present):
+                d = mean("rgvt", over) - mean(other, over)
+                check(f"RGVT mean − {name} mean", over, d, rule, d >= target)
+        if {"rgvt", AUTHORS} <= set(models):
             d = mean("rgvt", over) - mean(AUTHORS, over)
             check("shipped RGVT − authors' seed_42 weights", over, d, ">= −1", d >= -1)
+    if {"rgvt", AUTHORS} <= set(models):
+        lines += ["", *_ship_check(cells, transfer, summary)]
     fvr = docs / "rgvt_fast_vs_reference.json"
     if fvr.exists():
         f = json.loads(fvr.read_text())
-        lines += ["", f"Fast against reference adaptation ([rgvt_fast_vs_reference.md](rgvt_fast_vs_reference.md), "
+        lines += ["", (f"Fast against reference adaptation ([rgvt_fast_vs_reference.md](rgvt_fast_vs_reference.md), "
                   f"{len(f['graphs'])} graphs, same encoder pass): reference − fast = "
                   f"**{f['mean_loss_points']:+.2f} points** (target <= 0.5), adaptation **{f['adaptation_speedup']:.1f}x** "
-                  f"faster (target >= 10x), end to end (encoder included) {f['end_to_end_speedup']:.1f}x."]
-    lines += ["", "Graphs of the suite that did not run are listed under the table with the reason; they are "
-              "in no mean.", ""]
+                  f"faster (target >= 10x), end to end (encoder included) {f['end_to_end_speedup']:.1f}x.")]
+    lines += ["", ("Graphs of the suite that did not run are listed under the table with the reason; they are "
+              "in no mean."), ""]
     (docs / "node_classification.md").write_text("\n".join(lines))
     print((docs / "node_classification.md").read_text())
 

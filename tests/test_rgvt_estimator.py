@@ -223,6 +223,26 @@ def test_adapt_several_seeds_in_one_batch(graph, protocol):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("protocol", ["fast", "reference"])
+def test_fit_seeds_fits_each_seed_as_fit_would(graph, protocol):
+    base = RGVT(_encoder(), protocol=protocol, seed=7, **FAST)
+    fitted = base.fit_seeds(graph, [0, 3])
+    assert [c.seed for c in fitted] == [0, 3] and base.seed == 7 and not hasattr(base, "head_")
+    assert fitted[0].encoder_ is fitted[1].encoder_       # one encoder pass, shared by the copies
+    for clf in fitted:
+        alone = RGVT(_encoder(), protocol=protocol, seed=clf.seed, **FAST).fit(graph)
+        assert clf.depth_ == alone.depth_ and clf.depth_scores_ == alone.depth_scores_
+        assert (clf.best_epoch_, clf.epochs_) == (alone.best_epoch_, alone.epochs_)
+        # batched against single heads: the same trajectory up to rounding (tests/tolerance.py)
+        torch.testing.assert_close(clf.decision_function(graph), alone.decision_function(graph), rtol=1e-4,
+                                   atol=1e-5)
+    assert not torch.equal(fitted[0].head_.lins[0].weight, fitted[1].head_.lins[0].weight)
+    with pytest.raises(ValueError, match="distinct"):
+        base.fit_seeds(graph, [1, 1])
+    with pytest.raises(ValueError, match="distinct"):
+        base.fit_seeds(graph, [])
+
+
 def test_linear_head_and_explicit_num_classes(graph):
     clf = RGVT(_encoder(), head="linear", num_classes=5, **FAST).fit(graph)
     assert len(clf.head_.lins) == 1 and clf.predict_proba(graph).shape == (90, 5)

@@ -35,6 +35,39 @@ def test_synthetic_graph_is_valid_seeded_and_homophilous(kind):
     assert float(torch.cdist(means, means).max()) > 0.5
 
 
+def test_feature_kinds_and_heterophily():
+    from omnigraph.datasets import feature_type
+
+    kw = {"num_nodes": 2000, "num_edges": 20000, "num_classes": 4, "seed": 3}
+    het = synthetic_graph(**kw, homophily=0.1, cross="other")
+    ei = het.edge_index
+    assert abs(float((het.y[ei[0]] == het.y[ei[1]]).float().mean()) - 0.1) < 0.03   # below chance (0.25)
+    binary = synthetic_graph(**kw, num_features=200, features="binary", density=0.05, feature_signal=0.8)
+    assert feature_type(binary.x) == "binary sparse" and abs(float(binary.x.mean()) - 0.05) < 0.01
+    rates = torch.stack([binary.x[binary.y == c].mean(0) for c in range(4)])
+    assert float((rates[0] - rates[1]).abs().mean()) > 0.01            # class topics differ
+    onehot = synthetic_graph(**kw, features="onehot")
+    assert torch.equal(onehot.x, torch.eye(2000)) and feature_type(onehot.x) == "one-hot"
+
+
+def test_synthetic_prior_spans_the_regimes():
+    from omnigraph.datasets import feature_type
+    from omnigraph.datasets.synthetic import PRIOR_V1, synthetic_prior
+
+    graphs = synthetic_prior(seed=0)
+    assert len(graphs) == len(PRIOR_V1)
+    for g in graphs:
+        check_graph(g)
+        assert not (g.train_mask & g.val_mask).any() and int(g.train_mask.sum()) >= 2 * (int(g.y.max()) + 1)
+    types = {feature_type(g.x) for g in graphs}
+    assert {"signed dense", "binary sparse", "binary dense", "one-hot"} <= types
+    homophily = [float((g.y[g.edge_index[0]] == g.y[g.edge_index[1]]).float().mean()) for g in graphs]
+    assert min(homophily) < 0.15 and max(homophily) > 0.85
+    assert max(g.num_nodes for g in graphs) >= 10**5 and {2, 40} <= {int(g.y.max()) + 1 for g in graphs}
+    assert torch.equal(synthetic_prior(seed=0)[3].edge_index, graphs[3].edge_index)   # seeded
+    assert not torch.equal(synthetic_prior(seed=1)[3].edge_index, graphs[3].edge_index)
+
+
 def test_power_law_has_heavier_tail_than_sbm():
     deg = {k: torch.bincount(synthetic_graph(5000, 50000, 4, kind=k, seed=0).edge_index[0], minlength=5000)
            for k in ("sbm", "power_law")}
@@ -44,6 +77,8 @@ def test_power_law_has_heavier_tail_than_sbm():
 @pytest.mark.parametrize("kwargs, match", [
     ({"kind": "grid"}, "kind must be"), ({"homophily": 1.5}, "homophily"), ({"num_classes": 0}, "num_classes"),
     ({"kind": "power_law", "power_law_exponent": 1.0}, "power_law_exponent"), ({"num_edges": -1}, "num_edges"),
+    ({"features": "text"}, "features must be"), ({"cross": "near"}, "cross one of"), ({"density": 0.0}, "density"),
+    ({"features": "onehot", "num_nodes": 10**6}, "N x N"), ({"cross": "other", "num_classes": 1}, "num_classes >= 2"),
 ])
 def test_synthetic_graph_rejects_bad_arguments(kwargs, match):
     args = {"num_nodes": 100, "num_edges": 500, **kwargs}

@@ -1,20 +1,20 @@
 """Zero-shot node-classification benchmark: every available graph of a suite, all models side by side.
 
-Writes ``results.csv`` (one row per graph x model), ``results.md`` (accuracy table, means, wall
-seconds) and ``results.png``. Graphs whose files are absent are listed as missing; graphs skipped on
-purpose carry their reason in the table. Means are over the graphs on which *every* model ran.
+Every model runs with several head seeds (``--seeds``, default 0..4). Writes ``results.csv`` (one
+row per graph x model x seed: accuracy, balanced accuracy, macro-F1, chosen depth, seconds),
+``results.md`` (mean +- std over seeds per graph, means of means, feature-type groups),
+``summary.json`` and ``results.png`` (:mod:`omnigraph.benchmark.nc_report`). Graphs whose files
+are absent are listed as missing; graphs skipped on purpose carry their reason in the table.
+Means are over the graphs on which *every* model ran.
 """
 from __future__ import annotations
 
-import csv
 import json
-import platform
 import time
 from pathlib import Path
 
-import torch
-
 from omnigraph._config import portable
+from omnigraph.benchmark.nc_report import write_reports
 
 # Graphs run by default only on request, with the reason printed in every table.
 DEFAULT_SKIPS = {
@@ -28,6 +28,10 @@ def make_model(name: str, seed: int, protocol: str):
         from omnigraph.estimators.registry import load_estimator
 
         return load_estimator(name, seed=seed, **({"protocol": protocol} if name == "rgvt" else {}))
+    if name.startswith("rgvt:"):  # an RGVT checkpoint folder or file, e.g. a pretraining candidate
+        from omnigraph.estimators.rgvt import RGVT
+
+        return RGVT.from_pretrained(name.split(":", 1)[1], seed=seed, protocol=protocol)
     if name.startswith("rgvt-ref:"):  # the authors' weights through the same code (parity column)
         from omnigraph.estimators.rgvt import RGVT
 
@@ -36,10 +40,13 @@ def make_model(name: str, seed: int, protocol: str):
         from omnigraph.estimators.baselines import SupervisedBaseline
 
         return SupervisedBaseline(name, seed=seed)
-    raise ValueError(f"unknown model {name!r}; choose from rgvt, graphany, gcn, mlp, rgvt-ref:PATH")
+    raise ValueError(f"unknown model {name!r}; choose from rgvt, graphany, gcn, mlp, rgvt:PATH, "
+                     "rgvt-ref:PATH")
 
 
 def _label(model: str) -> str:
+    if model.startswith("rgvt:"):
+        return f"rgvt ({Path(model.split(':', 1)[1]).parent.name or model.split(':', 1)[1]})"
     return "rgvt (authors' weights)" if model.startswith("rgvt-ref:") else model
 
 
@@ -71,21 +78,64 @@ def suite_graphs(suite: str, graphs: list[str] | None = None, include: tuple[str
         yield base, data, None
 
 
-def run_benchmark(suite: str, models: list[str], out: Path, protocol: str = "fast", seed: int = 0,
+def fit_seeds(model: str, data, seeds: list[int], protocol: str) -> list:
+    """One fitted estimator per head seed. RGVT estimators fit all seeds from one encoder pass
+    (:meth:`RGVT.fit_seeds`, identical to fitting each seed alone); the others fit seed by seed."""
+    clf = make_model(model, seeds[0], protocol)
+    if hasattr(clf, "fit_seeds"):
+        return clf.fit_seeds(data, seeds)
+    return [clf.fit(data)] + [make_model(model, s, protocol).fit(data) for s in seeds[1:]]
+
+
+def _share_representation(fitted: list, data, max_bytes: int = 2 << 30) -> None:
+    """RGVT copies from one ``fit_seeds`` share a graph cache: when they chose one depth, its
+    ``Z_L`` (at most ``max_bytes``) is computed once and every copy's ``predict`` reads it,
+    instead of one encoder pass per seed on graphs too large for ``fit`` to keep it."""
+    depths = {getattr(clf, "depth_", None) for clf in fitted}
+    if len(fitted) > 1 and len(depths) == 1 and None not in depths and hasattr(fitted[0], "transform") \
+            and data.x.numel() * 4 <= max_bytes:
+        fitted[0].transform(data)
+
+
+def evaluate(clf, data) -> dict:
+    """Validation accuracy and test accuracy, balanced accuracy and macro-F1 (all in %), from one
+    ``predict`` over the graph. Balanced accuracy and macro-F1 are over the classes present in
+    the test labels (scikit-learn's definitions): a constant prediction scores 100 / C and
+    about 100 / C x (majority F1) there, whatever the class balance."""
+    from sklearn.metrics import balanced_accuracy_score, f1_score
+
+    pred = clf.predict(data).cpu()
+    y, val, test = data.y.cpu(), data.val_mask.cpu(), data.test_mask.cpu()
+    y_test, p_test = y[test].numpy(), pred[test].numpy()
+    labels = sorted(set(y_test.tolist()))
+    return {"val_accuracy": 100 * float((pred[val] == y[val]).float().mean()),
+            "test_accuracy": 100 * float((pred[test] == y[test]).float().mean()),
+            "balanced_accuracy": 100 * float(balanced_accuracy_score(y_test, p_test)),
+            "macro_f1": 100 * float(f1_score(y_test, p_test, labels=labels, average="macro", zero_division=0)),
+            "n_test": int(test.sum())}
+
+
+def run_benchmark(suite: str, models: list[str], out: Path, protocol: str = "fast", seeds: list[int] = (0,),
                   graphs: list[str] | None = None, include: tuple[str, ...] = (), resume: bool = False
                   ) -> list[dict]:
-    """Run ``models`` on every graph of ``suite``; rows are appended to ``out/rows.jsonl`` as they
-    finish, and ``resume=True`` keeps the rows already there (same suite, protocol and seed)
-    instead of recomputing them, so that a killed run can be continued."""
+    """Run ``models`` with each head seed of ``seeds`` on every graph of ``suite``; rows (one per
+    graph, model and seed) are appended to ``out/rows.jsonl`` as they finish, and
+    ``resume=True`` keeps the rows already there (same suite and protocol) instead of
+    recomputing them, so that a killed run can be continued or a model added."""
+    from omnigraph.datasets.features import feature_type
+
+    seeds = [int(s) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct integers, got {seeds}")
     out.mkdir(parents=True, exist_ok=True)
     log = out / "rows.jsonl"
-    settings = {"suite": suite, "protocol": protocol, "seed": seed}
-    done: dict[tuple[str, str], dict] = {}
+    settings = {"suite": suite, "protocol": protocol}
+    done: dict[tuple[str, str, int], dict] = {}
     if resume and log.exists():
         for line in log.read_text().splitlines():
             row = json.loads(line)
             if all(row.get(k) == v for k, v in settings.items()) and row["status"] == "ok":
-                done[(row["dataset"], row["model"])] = row
+                done[(row["dataset"], row["model"], row["seed"])] = row
     elif log.exists():
         log.unlink()
     rows: list[dict] = []
@@ -93,22 +143,28 @@ def run_benchmark(suite: str, models: list[str], out: Path, protocol: str = "fas
         if problem is not None:
             rows.append(problem)
             continue
+        base = {**base, "features": feature_type(data.x)}
         for model in models:
-            if (base["dataset"], _label(model)) in done:
-                rows.append(done[(base["dataset"], _label(model))])
+            label = _label(model)
+            todo = [s for s in seeds if (base["dataset"], label, s) not in done]
+            rows += [done[(base["dataset"], label, s)] for s in seeds if s not in todo]
+            if not todo:
                 continue
             start = time.perf_counter()
-            clf = make_model(model, seed, protocol).fit(data)
-            row = {**base, "model": _label(model), "status": "ok",
-                   "val_accuracy": 100 * clf.score(data, mask=data.val_mask),
-                   "test_accuracy": 100 * clf.score(data, mask=data.test_mask),
-                   "depth": getattr(clf, "depth_", None), "seconds": time.perf_counter() - start}
-            rows.append(row)
-            with open(log, "a") as f:
-                f.write(json.dumps({**settings, **row}) + "\n")
-            print(f"{base['dataset']:>22} {row['model']:>24}  test {row['test_accuracy']:6.2f}  "
-                  f"({row['seconds']:.1f} s)", flush=True)
-    meta = {**settings, "sources": pretraining_sources(models)}
+            fitted = fit_seeds(model, data, todo, protocol)
+            _share_representation(fitted, data)
+            seconds = (time.perf_counter() - start) / len(todo)   # a joint fit's time is shared evenly
+            for s, clf in zip(todo, fitted):
+                start = time.perf_counter()
+                row = {**base, "model": label, "seed": s, "status": "ok", **evaluate(clf, data),
+                       "depth": getattr(clf, "depth_", None)}
+                row["seconds"] = seconds + time.perf_counter() - start
+                rows.append(row)
+                with open(log, "a") as f:
+                    f.write(json.dumps({**settings, **row}) + "\n")
+                print(f"{base['dataset']:>22} {label:>24} seed {s}  test {row['test_accuracy']:6.2f}  "
+                      f"({row['seconds']:.1f} s)", flush=True)
+    meta = {**settings, "seeds": seeds, "sources": pretraining_sources(models)}
     write_reports(rows, [_label(m) for m in models], out, meta)
     return rows
 
@@ -126,66 +182,3 @@ def pretraining_sources(models: list[str]) -> list[str]:
             card = _json.loads((pretrained_dir() / f"{name}.json").read_text())["card"]
             sources.append(resolve(card["training_data"].split()[0]))
     return sorted(set(sources))
-
-
-def write_reports(rows: list[dict], models: list[str], out: Path, meta: dict) -> None:
-    fields = ["dataset", "split", "split_seed", "model", "status", "val_accuracy", "test_accuracy", "depth",
-              "seconds", "note"]
-    with open(out / "results.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    ok = [r for r in rows if r["status"] == "ok"]
-    graphs = list(dict.fromkeys(r["dataset"] for r in ok))
-    acc = {(r["dataset"], r["model"]): r for r in ok}
-    sources = set(meta.get("sources", []))
-    complete = [g for g in graphs if all((g, m) in acc for m in models) and g not in sources]
-    lines = ["| graph | " + " | ".join(models) + " |", "|---|" + "---:|" * len(models)]
-    for g in graphs:
-        cells = []
-        for m in models:
-            r = acc.get((g, m))
-            cells.append("–" if r is None else f"{r['test_accuracy']:.2f}"
-                         + (f" (L={r['depth']})" if r.get("depth") else ""))
-        lines.append(f"| {g}{' (pretraining source)' if g in sources else ''} | " + " | ".join(cells) + " |")
-    means = {m: sum(acc[(g, m)]["test_accuracy"] for g in complete) / max(len(complete), 1) for m in models}
-    secs = {m: sum(acc[(g, m)]["seconds"] for g in complete) for m in models}
-    lines.append(f"| **mean over {len(complete)} graphs** | " + " | ".join(f"**{means[m]:.2f}**" for m in models) + " |")
-    if sources & set(graphs):
-        every = [g for g in graphs if all((g, m) in acc for m in models)]
-        means_all = {m: sum(acc[(g, m)]["test_accuracy"] for g in every) / max(len(every), 1) for m in models}
-        lines.append(f"| mean over all {len(every)} graphs (sources included) | "
-                     + " | ".join(f"{means_all[m]:.2f}" for m in models) + " |")
-    lines.append("| wall seconds (sum) | " + " | ".join(f"{secs[m]:.0f}" for m in models) + " |")
-    notes = [f"- {r['dataset']}: {r['status']} — {r['note']}" for r in rows if r["status"] != "ok"]
-    notes += [f"- {g}: pretraining source of a shipped checkpoint (shown, not in the mean)" for g in graphs
-              if g in sources]
-    header = [f"# Zero-shot node classification, suite `{meta['suite']}`", "",
-              f"Suite `{meta['suite']}`, RGVT adaptation `{meta['protocol']}`, head seed {meta['seed']}; "
-              f"test accuracy (%) at the best-validation model. Machine: {platform.machine()}, "
-              f"{torch.get_num_threads()} torch threads, torch {torch.__version__}.", ""]
-    text = "\n".join(header + lines + ([""] + ["Not in the mean:"] + notes if notes else [])) + "\n"
-    (out / "results.md").write_text(text)
-    (out / "summary.json").write_text(json.dumps({**meta, "graphs": complete, "mean": means,
-                                                  "seconds": secs}, indent=2) + "\n")
-    _plot(graphs, models, acc, out / "results.png")
-
-
-def _plot(graphs, models, acc, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(graphs) * len(models) / 2), 4.5))
-    width = 0.8 / max(len(models), 1)
-    for i, m in enumerate(models):
-        xs = [j + i * width for j, g in enumerate(graphs) if (g, m) in acc]
-        ys = [acc[(g, m)]["test_accuracy"] for g in graphs if (g, m) in acc]
-        ax.bar(xs, ys, width=width, label=m)
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(graphs))], graphs, rotation=60, ha="right")
-    ax.set_ylabel("test accuracy (%)")
-    ax.legend(ncols=len(models), fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -83,9 +83,15 @@ def cmd_predict(args) -> int:
 
 def _load_sources(names: str, split_seed: int, svd_dim: int | None = None):
     from omnigraph.datasets import load_dataset
+    from omnigraph.datasets.synthetic import synthetic_prior
     from omnigraph.datasets.transforms import TruncatedSVDFeatures
 
-    graphs = [load_dataset(n.strip(), seed=split_seed) for n in names.split(",") if n.strip()]
+    graphs = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        if name.startswith("synthetic-prior"):   # a generated family, drawn with the split seed
+            graphs += synthetic_prior(seed=split_seed, version=name.removeprefix("synthetic-prior").lstrip("-") or "v1")
+        else:
+            graphs.append(load_dataset(name, seed=split_seed))
     return [TruncatedSVDFeatures(svd_dim)(g) for g in graphs] if svd_dim else graphs
 
 
@@ -124,7 +130,8 @@ def cmd_benchmark(args) -> int:
     from omnigraph.benchmark.nc import run_benchmark
 
     run_benchmark(suite=args.suite, models=args.models.split(","), out=Path(args.out), protocol=args.protocol,
-                  seed=args.seed, graphs=args.graphs.split(",") if args.graphs else None, resume=args.resume)
+                  seeds=[args.seed] if args.seed is not None else [int(s) for s in args.seeds.split(",")],
+                  graphs=args.graphs.split(",") if args.graphs else None, resume=args.resume)
     return 0
 
 
@@ -142,7 +149,8 @@ def register(parsers) -> None:
 
     for name in ("rgvt", "graphany"):
         q = parsers["pretrain"].add_parser(name, help=f"pretrain {name} with Lightning")
-        q.add_argument("--dataset", required=True, help="source graph(s), comma separated")
+        q.add_argument("--dataset", required=True, help="source graph(s), comma separated; 'synthetic-prior' "
+                       "(rgvt) is the generated family omnigraph.datasets.synthetic.synthetic_prior")
         q.add_argument("--epochs", type=int, default=None, help="epochs (rgvt) or steps (graphany)")
         q.add_argument("--seed", type=int, default=0)
         q.add_argument("--split-seed", type=int, default=42)
@@ -156,7 +164,8 @@ def register(parsers) -> None:
     b.add_argument("--models", default="rgvt,graphany,gcn,mlp")
     b.add_argument("--graphs", default=None, help="restrict to these graphs (comma separated)")
     b.add_argument("--protocol", default="fast", choices=["fast", "reference"], help="RGVT adaptation mode")
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--seeds", default="0,1,2,3,4", help="head seeds, comma separated (mean +- std over them)")
+    b.add_argument("--seed", type=int, default=None, help="a single head seed (same as --seeds N)")
     b.add_argument("--out", default="runs/benchmark_nc")
     b.add_argument("--resume", action="store_true",
                    help="keep the finished rows of an interrupted run in OUT/rows.jsonl instead of recomputing them")

@@ -8,6 +8,7 @@
 ['ogbn-arxiv', 'cora', 'citeseer']
 """
 from omnigraph.datasets._store import DatasetNotAvailableError
+from omnigraph.datasets.features import FEATURE_TYPES, feature_type
 from omnigraph.datasets.files import read_graph_file, save_nc_file
 from omnigraph.datasets.gad import read_gad_npz, read_mat, read_pt, save_gad_npz
 from omnigraph.datasets.inject import InjectAnomalies, inject_contextual, inject_structural
@@ -26,11 +27,13 @@ from omnigraph.datasets.synthetic import synthetic_graph
 from omnigraph.datasets.yandex import load_yandex_npz
 
 __all__ = [
+    "FEATURE_TYPES",
     "DatasetNotAvailableError",
     "InjectAnomalies",
     "available",
     "catalogue",
     "dataset_info",
+    "feature_type",
     "get_entry",
     "inject_contextual",
     "inject_structural",

@@ -213,9 +213,34 @@ class RGVT(BaseEstimator):
         """
         if y is not None:
             raise TypeError("pass labels as data.y (fit(data) reads data.y at train/val nodes only)")
+        self._encoder_key = None       # fit reads the encoder as it is now
+        return self._fit(data, [self])[0]
+
+    def fit_seeds(self, data, seeds: Sequence[int]) -> list[RGVT]:
+        """One fitted copy of this estimator per head seed, from a single encoder pass.
+
+        ``fit_seeds(data, seeds)[k]`` is ``set_params(seed=seeds[k]).fit(data)`` on a copy: the
+        heads of all seeds are trained as one batch, each on its own trajectory (the depth
+        choice of the fast protocol does not depend on the seed). The copies share the encoder
+        and the graph cache; this estimator itself is left as it was. ``fit_seconds_`` is the
+        joint fit's time. For head-seed spreads, e.g. ``omnigraph benchmark nc --seeds``.
+        """
+        seeds = [int(s) for s in seeds]
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds must be distinct integers, got {seeds}")
+        self._encoder_key = None
+        self._encoder()
+        copies = []
+        for s in seeds:
+            est = copy.copy(self)             # shallow: the encoder and the graph cache are shared
+            est.seed = s
+            copies.append(est)
+        return self._fit(data, copies)
+
+    def _fit(self, data, targets: list[RGVT]) -> list[RGVT]:
+        """Fit one head per estimator of ``targets`` (their seeds; every other setting is ours)."""
         start = time.perf_counter()
         depths = self._check_params()
-        self._encoder_key = None       # fit reads the encoder as it is now
         self._encoder()
         rows, y_train, y_val = labelled_rows(data, self._device())
         num_classes = resolve_num_classes(self.num_classes, y_train, y_val)
@@ -225,20 +250,23 @@ class RGVT(BaseEstimator):
         full: dict[int, Tensor] | None = {} if len(depths) * data.x.numel() * 4 <= self.keep_full_bytes else None
         reps = labelled_representations(self._encoder(), graph["x"], graph["ops"], rows, depths,
                                         self.chunk_size, full, lazy=self.protocol == "fast")
-        (result,) = adapt_representations(
-            reps, y_train.numel(), y_train, y_val, num_classes, protocol=self.protocol, seeds=(int(self.seed),),
-            head=self.head, hidden_channels=int(self.hidden_channels), lr=float(self.lr),
-            weight_decay=float(self.weight_decay), max_epochs=int(self.max_epochs), patience=self.patience)
-        if full and result.depth in full:
-            graph["z"] = {result.depth: full[result.depth]}
-        self.depth_, self.head_ = result.depth, result.head.eval().requires_grad_(False)
-        self.val_accuracy_, self.best_epoch_, self.epochs_ = result.val_accuracy, result.best_epoch, result.epochs
-        self.depth_scores_, self.depth_results_ = result.depth_scores, result.depth_results
-        self.n_classes_, self.n_features_in_ = num_classes, int(data.x.size(1))
-        self.classes_ = torch.arange(num_classes)
-        self.train_labels_ = torch.unique(y_train).cpu()  # classes seen in training (for score's warning)
-        self.fit_seconds_ = time.perf_counter() - start
-        return self
+        results = adapt_representations(
+            reps, y_train.numel(), y_train, y_val, num_classes, protocol=self.protocol,
+            seeds=tuple(int(est.seed) for est in targets), head=self.head, hidden_channels=int(self.hidden_channels),
+            lr=float(self.lr), weight_decay=float(self.weight_decay), max_epochs=int(self.max_epochs),
+            patience=self.patience)
+        if full:
+            graph["z"] = {d: full[d] for d in {r.depth for r in results}}
+        seconds = time.perf_counter() - start
+        for est, result in zip(targets, results):
+            est.depth_, est.head_ = result.depth, result.head.eval().requires_grad_(False)
+            est.val_accuracy_, est.best_epoch_, est.epochs_ = result.val_accuracy, result.best_epoch, result.epochs
+            est.depth_scores_, est.depth_results_ = result.depth_scores, result.depth_results
+            est.n_classes_, est.n_features_in_ = num_classes, int(data.x.size(1))
+            est.classes_ = torch.arange(num_classes)
+            est.train_labels_ = torch.unique(y_train).cpu()  # classes seen in training (for score's warning)
+            est.fit_seconds_ = seconds
+        return targets
 
     # ------------------------------------------------------------------ inference
     def _check_fitted(self) -> None:
