@@ -194,8 +194,8 @@ def work_roofline(spec: dict) -> dict:
             blocked_default = enc.blocks_for(n, k) > 1
             bag = enc.kernel_for(k, blocked=blocked_default)[1] == "embedding_bag"
             default = ("blocked_" if blocked_default else "") + ("embedding_bag" if bag else "csr")
-        else:                                                    # "auto" is torch's CSR kernel
-            default = "embedding_bag" if product_backend(n) == "embedding_bag" else "csr"
+        else:       # "auto" is torch's CSR kernel; these are float32 products, the fingerprint's are float64
+            default = "embedding_bag" if product_backend(n, torch.float32) == "embedding_bag" else "csr"
         index, table = block_index(op, k, enc.block_bytes)
         roof = roofline(op, k, rates, gather_ns(k, table, index))
         # what the blocked schedule itself streams: every block walks all N row pointers and

@@ -62,7 +62,7 @@ from torch_geometric.transforms import BaseTransform
 from omnigraph._cache import GraphCache
 from omnigraph.datasets.flags import graph_flag
 from omnigraph.memory import check_memory
-from omnigraph.ops import normalize_rows, propagate, simple_undirected, spmm, sym_adjacency, triangle_counts
+from omnigraph.ops import normalize_rows, simple_undirected, spmm, sym_adjacency, triangle_counts
 from omnigraph.ops.adjacency import to_csr
 from omnigraph.ops.operator_pair import LARGE_GRAPH_NODES
 from omnigraph.ops.reorder import locality_order, permute_graph, resolve_reorder
@@ -77,14 +77,21 @@ def _minmax(v: Tensor) -> Tensor:
     return (v - lo) / (hi - lo).clamp_min(torch.finfo(v.dtype).tiny)
 
 
-def rank_transform(v: Tensor, ties: str = "average", scale: float = 100.0, tie_rtol: float = 2.0 ** -16) -> Tensor:
+# ranks treat values closer than this (relative to the column's largest magnitude) as ties: far above
+# the float64 rounding of the raw statistics, the only part that depends on node numbering (at most
+# 4e-13 on gad/reddit, after ND's min-max scaling), and far below the float32 resolution of the
+# input features (6e-8)
+TIE_RTOL = 2.0 ** -32
+
+
+def rank_transform(v: Tensor, ties: str = "average", scale: float = 100.0, tie_rtol: float = TIE_RTOL) -> Tensor:
     r"""Within-graph rank of each entry of ``v`` (``[N]`` or ``[N, C]`` column-wise), scaled to ``[0, scale]``.
 
     ``ties="average"`` (default): every run of sorted values whose consecutive gaps are at most
     ``tie_rtol * max|v|`` is one tie group, and each member gets the mean of the group's 0-based ordinal
-    ranks. Float32 statistics of the same node come out a few ulps apart when the nodes are numbered
-    differently (another summation order), so exact equality alone would still rank noise; with the
-    tolerance the result does not depend on node numbering.
+    ranks. Statistics of the same node come out a few ulps apart when the nodes are numbered
+    differently (another summation order), so exact equality alone would still rank noise; the
+    fingerprint computes them in float64, where that noise lies ~10^5 below the tolerance.
     ``ties="ordinal"``: 0-based ordinal rank from a **stable** sort (equal values ordered by index).
     """
     if ties not in ("ordinal", "average"):
@@ -131,10 +138,11 @@ def _pairwise_dot_min(x: Tensor, budget: int = 1 << 24) -> Tensor:
     return best
 
 
-def product_backend(num_nodes: int) -> str:
-    """The :func:`~omnigraph.ops.propagate` back-end of the fingerprint's sparse products: embedding
-    bags from 2^16 nodes on (faster; their rounding differs from CSR's), ``"auto"`` below."""
-    return "embedding_bag" if num_nodes >= LARGE_GRAPH_NODES else "auto"
+def product_backend(num_nodes: int, dtype: torch.dtype = torch.float64) -> str:
+    """The :func:`~omnigraph.ops.propagate` back-end of the fingerprint's sparse products (float64
+    since 2026-12-06): ``"auto"`` (torch's CSR kernel); float32 products would run as embedding bags
+    from 2^16 nodes on (faster there; in float64 embedding bags are the slower kernel)."""
+    return "embedding_bag" if dtype == torch.float32 and num_nodes >= LARGE_GRAPH_NODES else "auto"
 
 
 class RelationalFingerprint(BaseTransform):
@@ -214,6 +222,7 @@ class RelationalFingerprint(BaseTransform):
         x = x.float()
         if rownorm:
             x = normalize_rows(x)
+        out_dtype = x.dtype
         with torch.no_grad():
             if self.reference:
                 raw = self._raw_dense(x, edge_index, n, loops)
@@ -227,21 +236,27 @@ class RelationalFingerprint(BaseTransform):
             else:
                 x_new, edge_new, inv = permute_graph(x, edge_index, locality_order(edge_index, n, order))
                 raw = self._raw_sparse(x_new, edge_new, n, loops)[inv]
-        return rank_transform(raw, self.ties) if self.rank else raw
+        return (rank_transform(raw, self.ties) if self.rank else raw).to(out_dtype)
 
     # ------------------------------------------------------------------------------------------
     def _raw_sparse(self, x: Tensor, edge_index: Tensor, n: int, loops: bool) -> Tensor:
         ei = simple_undirected(edge_index, n, self_loops=False)  # binary, symmetric, loop-free E
-        a_hat = sym_adjacency(ei, n, self_loops=loops, simple=True)
-        backend = product_backend(n)
-        x_hat = propagate(a_hat, x, 2, backend=backend)[2]
+        # sums over neighbours and nodes in float64: in float32 they move by ~1e-7 when the nodes are
+        # renumbered (another summation order), enough to reorder a column's near-ties; per-edge
+        # dot products of x need no more (their order of summation is the feature order)
+        x64 = x.double()
+        a_hat = sym_adjacency(ei, n, self_loops=loops, simple=True).to(torch.float64)
+        backend = product_backend(n, x64.dtype)
+        x_hat = spmm(a_hat, spmm(a_hat, x64, backend), backend)
+        del a_hat
         gd = F.normalize(x_hat, dim=1) @ F.normalize(x_hat.mean(0), dim=0)
+        del x_hat
 
-        deg = torch.bincount(ei[0], minlength=n).to(x.dtype)
+        deg = torch.bincount(ei[0], minlength=n).to(torch.float64)
         # every per-edge quantity below is symmetric: evaluate it once per undirected edge (i < j)
         upper = ei[0] < ei[1]
         row, col = ei[:, upper]
-        # \hat{A}_ij off the diagonal from the (self-loop-augmented) degree; equals sym_adjacency's values
+        # \hat{A}_ij off the diagonal from the (self-loop-augmented) degree, as sym_adjacency (in float64)
         inv_sqrt = (deg + (1.0 if loops else 0.0)).rsqrt().nan_to_num(posinf=0.0)
         a_val = inv_sqrt[row] * inv_sqrt[col]
 
@@ -254,32 +269,31 @@ class RelationalFingerprint(BaseTransform):
             else:  # exact all-pairs range: max by Cauchy-Schwarz (attained on the diagonal)
                 lo, hi = _pairwise_dot_min(x), (x * x).sum(1).max()
             s = (s - lo) / (hi - lo).clamp_min(torch.finfo(x.dtype).tiny)
-        w_val = a_val * s
+        w_val = a_val * s.double()
         # W on the pattern of ei (already coalesced): the entries below the diagonal, in row-major
         # order, are the transposes of the upper ones in column-major order (no second sort of E)
-        w_all = torch.empty(ei.size(1), dtype=x.dtype)
+        w_all = torch.empty(ei.size(1), dtype=torch.float64)
         w_all[upper] = w_val
         w_all[~upper] = w_val[torch.argsort(col, stable=True)]
         w = to_csr(ei, w_all, n)
-        x_bar = x + spmm(w, x, backend)
+        x_bar = x64 + spmm(w, x64, backend)
+        del x64, w
 
-        # cos as F.normalize does it: a.b / (max(|a|, eps) max(|b|, eps)). Per-edge terms and their
-        # sums in float64: the mean cosines of a graph often lie within 1e-3 of each other, and
-        # float32 rounding (which depends on the node numbering) would then decide their ranks
-        inv_norm = 1.0 / x_bar.double().norm(dim=1).clamp_min(1e-12)
+        # cos as F.normalize does it: a.b / (max(|a|, eps) max(|b|, eps))
+        inv_norm = 1.0 / x_bar.norm(dim=1).clamp_min(1e-12)
         nd_sum = torch.zeros(n, dtype=torch.float64)
         np_sum = torch.zeros(n, dtype=torch.float64)
         for sl in _edge_chunks(row.numel(), 2 * x.size(1)):
             r, c = row[sl], col[sl]
-            a, b = x_bar[r].double(), x_bar[c].double()
+            a, b = x_bar[r], x_bar[c]
             cos = (a * b).sum(1) * inv_norm[r] * inv_norm[c]
             dist = (a - b).norm(dim=1)
             for end in (r, c):
                 nd_sum.index_add_(0, end, cos)
                 np_sum.index_add_(0, end, dist)
-        nd = _minmax(nd_sum / (deg.double() + _EPS_DEG)).to(x.dtype)
-        np_ = _minmax(np_sum / (deg.double() + _EPS_DEG)).to(x.dtype)
-        lc = self._clustering(triangle_counts(ei, n).to(x.dtype), deg)
+        nd = _minmax(nd_sum / (deg + _EPS_DEG))
+        np_ = _minmax(np_sum / (deg + _EPS_DEG))
+        lc = self._clustering(triangle_counts(ei, n).to(torch.float64), deg)
         return torch.stack([gd, nd, np_, deg, lc], dim=1)
 
     @staticmethod
