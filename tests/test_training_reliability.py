@@ -347,9 +347,13 @@ def test_rgvt_is_column_separable_and_column_parallel_runs_in_one_process():
     ops = RGVTEncoder.build_operators(data.edge_index, data.num_nodes)
     with torch.no_grad():
         full = encoder(data.x, depth=4, operators=ops)
-        for start, stop in column_blocks(11, 3):      # encoding a column block = that block of the output
-            assert torch.equal(encoder(data.x[:, start:stop], depth=4, operators=ops), full[:, start:stop])
-        assert torch.equal(column_parallel(lambda xb: encoder(xb, depth=4, operators=ops), data.x), full)
+        # encoding a column block = that block of the output, up to float rounding: the sparse
+        # products take another vectorised path for another number of columns (CPU-dependent)
+        for start, stop in column_blocks(11, 3):
+            torch.testing.assert_close(encoder(data.x[:, start:stop], depth=4, operators=ops), full[:, start:stop],
+                                       rtol=1e-5, atol=1e-7)
+        torch.testing.assert_close(column_parallel(lambda xb: encoder(xb, depth=4, operators=ops), data.x), full,
+                                   rtol=1e-5, atol=1e-7)
     assert column_blocks(11, 2) == [(0, 6), (6, 11)]
     with pytest.raises(ValueError, match="column-separable"):
         column_parallel(lambda xb: xb.sum(1, keepdim=True), data.x)
@@ -369,9 +373,9 @@ def test_two_process_column_parallel_rgvt_equals_one_process(tmp_path):
     parts = [torch.load(tmp_path / f"columns_rank{r}.pt", weights_only=True) for r in (0, 1)]
     assert [p["range"].tolist() for p in parts] == [[0, 6], [6, 11]]
     for part in parts:
-        assert torch.equal(part["full"], single)                 # gathered on every rank, bit-identical
+        torch.testing.assert_close(part["full"], single, rtol=1e-5, atol=1e-7)  # gathered on every rank
         start, stop = part["range"].tolist()
-        assert torch.equal(part["local"], single[:, start:stop])
+        torch.testing.assert_close(part["local"], single[:, start:stop], rtol=1e-5, atol=1e-7)
 
 
 # ------------------------------------------------------- per-graph preprocessing of the sources
