@@ -18,6 +18,8 @@ from typing import Any
 
 from torch import Tensor
 
+_ALL: weakref.WeakSet = weakref.WeakSet()   # every live GraphCache, for clear_graph_caches
+
 
 class GraphCache:
     """Up to ``size`` values, least recently used dropped first.
@@ -31,6 +33,7 @@ class GraphCache:
     def __init__(self, size: int = 1, keep_alive: bool = False):
         self.size, self.keep_alive = int(size), bool(keep_alive)
         self._entries: OrderedDict[tuple, tuple] = OrderedDict()
+        _ALL.add(self)
 
     def clear(self) -> None:
         self._entries.clear()
@@ -73,4 +76,11 @@ def _deref(ref):
     return ref() if isinstance(ref, weakref.ref) else ref
 
 
-__all__ = ["GraphCache"]
+def clear_graph_caches() -> None:
+    """Empty every :class:`GraphCache` (module-level and per-estimator), so that the next call on a
+    graph computes everything again: how a benchmark times a user's first (cold) call."""
+    for cache in list(_ALL):
+        cache.clear()
+
+
+__all__ = ["GraphCache", "clear_graph_caches"]

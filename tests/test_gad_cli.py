@@ -106,9 +106,11 @@ def test_pretrain_cli_checkpoint_path_and_smoke_benchmark(data_root, tmp_path):
     assert by["gad/cora", "normal-10", "mine"]["status"] == "ok"     # refi-gad: pseudo-anomalies (normal-k)
     ok = by["gad/cora", "normal+anomaly-k", "mine"]
     assert ok["status"] == "ok" and ok["k_normal"] == "50" and 0 <= float(ok["auroc"]) <= 100
+    assert 0 < float(ok["cold_seconds"])          # the first call, every per-graph cache cleared
     assert by["gad/facebook", "normal+anomaly-k", "fingerprint"]["k_anomaly"] == "10"
     md = (out / "gad_results.md").read_text()
     assert "normal+anomaly-k" in md and "published" in md and "| mean |" in md and ckpt in md
+    assert "## Seconds per graph" in md and "| normal+anomaly-k | mine |" in md
     assert (out / "gad_results.png").stat().st_size > 1000
     assert (out / "gad_results_time.png").stat().st_size > 1000          # AUROC against seconds per graph
 

@@ -10,7 +10,8 @@ import torch
 from gad_helpers import hub_anomaly_graph
 
 from omnigraph import ARC, REFIGAD
-from omnigraph.estimators.detector import label_free_draw
+from omnigraph._cache import GraphCache, clear_graph_caches
+from omnigraph.estimators.detector import label_free_draw, label_free_draws
 from omnigraph.estimators.fingerprint import FingerprintDetector
 
 DETECTORS = {"refi-gad": lambda: REFIGAD.from_pretrained("refi-gad"), "arc": lambda: ARC.from_pretrained("arc"),
@@ -83,3 +84,16 @@ def test_label_free_draw_is_seeded_and_independent_of_node_numbering(graph):
     assert set(perm[label_free_draw(moved, 10, seed=0)].tolist()) == set(a.tolist())
     excluded = label_free_draw(graph, 10, seed=0, exclude=a[:3])
     assert not torch.isin(excluded, a[:3]).any()
+    many = label_free_draws(graph, 10, seed=0, draws=[0, 1, 2], exclude=a[:3])
+    assert all(torch.equal(d, label_free_draw(graph, 10, seed=0, draw=i, exclude=a[:3])) for i, d in enumerate(many))
+
+
+def test_clear_graph_caches_makes_the_next_call_cold(graph):
+    from omnigraph.models.fingerprint import _CACHE, graph_fingerprint
+
+    own = GraphCache(2)
+    own.put((graph.x,), (), 1)
+    graph_fingerprint(graph)
+    assert len(_CACHE) == 1 and own.get((graph.x,)) == 1
+    clear_graph_caches()
+    assert len(_CACHE) == 0 and own.get((graph.x,)) is None

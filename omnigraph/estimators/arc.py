@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from omnigraph.datasets.flags import graph_flag
-from omnigraph.estimators.detector import GeneralistDetector, label_free_draw, load_sources
+from omnigraph.estimators.detector import GeneralistDetector, label_free_draws, load_sources
 from omnigraph.models.arc import ARCModel, arc_features
 from omnigraph.training.config import ARCPretrainConfig
 
@@ -133,7 +133,8 @@ class ARC(GeneralistDetector):
             return model.score(h, h[support_normal.to(h.device)]).cpu()
         # zero-shot: context drawn from the target itself (never from the labels, nor by node id)
         total = torch.zeros(data.num_nodes, dtype=torch.float64)
-        for draw in range(self.zero_shot_draws):
-            context = label_free_draw(data, self.num_context, self.seed, draw, exclude=support_anomaly)
+        draws = label_free_draws(data, self.num_context, self.seed, range(self.zero_shot_draws),
+                                 exclude=support_anomaly)
+        for context in draws:
             total += model.score(h, h[context.to(h.device)]).cpu().double()
         return (total / self.zero_shot_draws).float()

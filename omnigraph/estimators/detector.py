@@ -75,17 +75,25 @@ def label_free_draw(data, k: int, seed: int, draw: int = 0, exclude: Tensor | No
     Each node gets a key from its own features and degree (a seeded random projection in float64,
     whose fractional part is spread uniformly), and the ``k`` smallest keys are taken: relabelling the
     nodes draws the same nodes. ``seed`` and ``draw`` select the projection."""
+    return label_free_draws(data, k, seed, [draw], exclude)[0]
+
+
+def label_free_draws(data, k: int, seed: int, draws, exclude: Tensor | None = None) -> list[Tensor]:
+    """:func:`label_free_draw` for each of ``draws``, reading the features once (the same nodes)."""
     n = data.num_nodes
-    gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(draw))
     deg = torch.bincount(data.edge_index[0].cpu(), minlength=n).double()[:, None]
     feats = torch.cat([data.x.detach().cpu().double(), deg], dim=1)
-    w = torch.randn(feats.size(1), generator=gen, dtype=torch.float64)
-    offset = torch.rand(1, generator=gen, dtype=torch.float64)
-    key = torch.frac((feats @ w) * 1e6 + offset).abs()
-    if exclude is not None and exclude.numel():
-        key[exclude] = float("inf")
     k = min(int(k), n - (0 if exclude is None else int(exclude.numel())))
-    return torch.argsort(key, stable=True)[:k]
+    out = []
+    for draw in draws:
+        gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(draw))
+        w = torch.randn(feats.size(1), generator=gen, dtype=torch.float64)
+        offset = torch.rand(1, generator=gen, dtype=torch.float64)
+        key = torch.frac((feats @ w) * 1e6 + offset).abs()
+        if exclude is not None and exclude.numel():
+            key[exclude] = float("inf")
+        out.append(torch.argsort(key, stable=True)[:k])
+    return out
 
 
 class GeneralistDetector(BaseEstimator):
