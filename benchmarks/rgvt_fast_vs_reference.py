@@ -95,8 +95,8 @@ def summarise(rows: list[dict], meta: dict) -> tuple[dict, str]:
         f"# RGVT adaptation: fast vs reference protocol (suite `{meta['suite']}`)", "",
         f"Encoder `{meta['encoder']}`, head seeds {meta['seeds']}; {meta['machine']}.",
         f"Command: `{meta['command']}`" + (f" ({meta['note']})" if meta.get("note") else ""), "",
-        "Same encoder pass feeds both protocols; seconds are adaptation only (depth choice + head), "
-        "the encoder column is shared.", "",
+        ("Same encoder pass feeds both protocols; seconds are adaptation only (depth choice + head), "
+        "the encoder column is shared."), "",
         "| graph | encoder s | fast s | reference s | ratio | L fast | L ref | fast acc | ref acc |",
         "|---|---:|---:|---:|---:|---|---|---:|---:|",
     ]
@@ -116,9 +116,9 @@ def summarise(rows: list[dict], meta: dict) -> tuple[dict, str]:
               f"- mean test accuracy, reference minus fast: **{summary['mean_loss_points']:+.2f} points**"]
     refreshed = [r for r in ok if r.get("refreshed")]
     if refreshed:
-        lines += ["", f"† the {refreshed[0]['refreshed']} columns of these rows were re-measured in a later run "
+        lines += ["", (f"† the {refreshed[0]['refreshed']} columns of these rows were re-measured in a later run "
                   f"(`--refresh {refreshed[0]['refreshed']}`) after a change to that protocol; the other protocol's "
-                  "columns come from the original run."]
+                  "columns come from the original run.")]
     if summary["not_run"]:
         lines += ["", "Not run:"] + [f"- {r['dataset']}: {r['status']} — {r['note']}" for r in summary["not_run"]]
     return summary, "\n".join(lines) + "\n"
