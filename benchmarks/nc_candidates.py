@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
 
     lines = ["# RGVT pretraining candidates (issue #18)", "",
              f"Commands: `{args.command}`", "",
-             (f"Suite `{meta['suite']}`, fast protocol, head seeds {meta['seeds']}, same code and splits for every "
+             (f"Suite `{meta['suite']}`, fast protocol, head seeds {', '.join(map(str, sorted({int(r['seed']) for r in rows})))}, same code and splits for every "
               f"column; transfer graphs: the {len(transfer)} graphs every model ran on, without the shipped "
               f"checkpoints' pretraining sources ({', '.join(meta['sources'])}). Tables per graph: "
               "[rgvt_candidates/results.md](rgvt_candidates/results.md)."), "",
