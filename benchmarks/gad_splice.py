@@ -30,9 +30,9 @@ def _restricted(row: dict, seeds: list[int], protocol: str) -> dict:
             mean, std = summarize([s[f"{metric}_{variant}"] for s in per_seed])
             out[f"{metric}{suffix}"], out[f"{metric}_std{suffix}"] = mean, std
     if len(seeds) < len(row["per_seed"]):     # only the first seed's time is known on its own
-        out["seconds"] = row["cold_seconds"] if seeds == [row["per_seed"][0]["seed"]] else None
-        if out["seconds"] is None:
+        if seeds != [row["per_seed"][0]["seed"]]:
             raise ValueError("a subset of seeds other than the first has no time of its own")
+        out["seconds"] = row["cold_seconds"]
     return out
 
 

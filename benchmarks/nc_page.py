@@ -34,8 +34,7 @@ def ship_check(cells: dict, transfer: list[str], summary: dict, model: str = "rg
     """Issue #18 section 3: does ``model`` beat the authors' seed_42 weights by 0.5 on the mean, and
     lose more than 3 points on no graph with at least 1,000 test nodes?"""
     d = summary["mean"][model] - summary["mean"][AUTHORS]
-    big = [g for g in transfer if (cells[g][model].get("n_test") or 0) >= MIN_TEST_NODES]
-    losses = {g: cells[g][model]["test_accuracy"] - cells[g][AUTHORS]["test_accuracy"] for g in big}
+    losses = _big_graph_differences(cells, transfer, model)
     name = "shipped `rgvt`" if model == "rgvt" else f"`{model}`"
     lines = [(f"Mean over {len(transfer)} transfer graphs: {name} {summary['mean'][model]:.2f} ± "
              f"{summary['mean_std'][model]:.2f}, `seed_42` {summary['mean'][AUTHORS]:.2f} ± "
@@ -60,11 +59,16 @@ def ship_check(cells: dict, transfer: list[str], summary: dict, model: str = "rg
     return lines + ["", f"Ship rule (both conditions) for {name}: {verdict}."]
 
 
+def _big_graph_differences(cells: dict, transfer: list[str], model: str) -> dict[str, float]:
+    """``model`` − seed_42 test accuracy on the transfer graphs with at least MIN_TEST_NODES test nodes."""
+    return {g: cells[g][model]["test_accuracy"] - cells[g][AUTHORS]["test_accuracy"] for g in transfer
+            if (cells[g][model].get("n_test") or 0) >= MIN_TEST_NODES}
+
+
 def ships(cells: dict, transfer: list[str], summary: dict, model: str) -> bool:
     """The ship rule of :func:`ship_check` as a yes / no."""
-    big = [g for g in transfer if (cells[g][model].get("n_test") or 0) >= MIN_TEST_NODES]
     return (summary["mean"][model] - summary["mean"][AUTHORS] >= 0.5
-            and all(cells[g][model]["test_accuracy"] - cells[g][AUTHORS]["test_accuracy"] >= -3 for g in big))
+            and all(diff >= -3 for diff in _big_graph_differences(cells, transfer, model).values()))
 
 
 def _without_title(text: str) -> str:
