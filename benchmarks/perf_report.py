@@ -343,9 +343,9 @@ def write_report(results: dict, out: Path) -> None:
             lines.append(f"| {name} | {r['nodes']:,} | {r['edges']:,} | {r['features']} | {r['hops']} | "
                          f"{r['library_s']:.3f} | {r['bare_s']:.3f} | **{r['ratio']:.2f}x** |")
         lines += ["", (f"Median of interleaved repeats, same CSR operator. Back-ends available here: {backends}. "
-                  "`backend=\"auto\"` dispatches to torch-sparse's `SparseTensor` matmul when torch-sparse is "
-                  "installed, otherwise to `torch.sparse.mm` on CSR (pyg-lib speeds up PyG's own sampling and "
-                  "segment operations, not these products); see the [GPU page](../gpu.md)."), ""]
+                  "`backend=\"auto\"` runs `torch.sparse.mm` on CSR whether or not torch-sparse is installed "
+                  "(`backend=\"torch_sparse\"` asks for torch-sparse's `SparseTensor` matmul; pyg-lib speeds up "
+                  "PyG's own sampling and segment operations, not these products); see the [GPU page](../gpu.md)."), ""]
     if "scaling" in results:
         header("Scaling with the edge count (synthetic power-law graphs, N = E/10, F = 64)", "scaling")
         lines += [("| edges drawn | directed edges | RGVT s | RGVT peak increase | REFI-GAD s | REFI-GAD peak increase "

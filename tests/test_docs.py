@@ -133,3 +133,15 @@ def test_portable_rewrites_data_roots(tmp_path, monkeypatch):
     monkeypatch.setenv("OMNIGRAPH_DATA", str(tmp_path))
     assert portable(f"put its files at {tmp_path}/pyg/Cora/raw") == "put its files at $OMNIGRAPH_DATA/pyg/Cora/raw"
     assert portable(f"{Path.home()}/x") == "~/x"
+
+
+def test_auto_model_reasons_quote_the_committed_page():
+    """``omnigraph detect --model auto`` prints why it chose a detector: every AUROC it quotes is on the
+    committed anomaly-detection page today (not on a history line ``old -> new``)."""
+    from omnigraph.cli.gad import AUTO_REASON
+
+    page = (DOCS / "results" / "anomaly_detection.md").read_text().splitlines()
+    current = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", "\n".join(l for l in page if "->" not in l)))
+    for model, reason in AUTO_REASON.items():
+        quoted = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", reason))
+        assert quoted and quoted <= current, (model, sorted(quoted - current))

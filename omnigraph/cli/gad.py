@@ -82,9 +82,9 @@ def _detect_once(args, det, data, sn, sa) -> int:
 # `--model auto`: the detector with the best measured mean AUROC in the user's regime
 # (docs/results/anomaly_detection.md, reduced protocol v1)
 AUTO_REASON = {
-    "refi-gad": "labelled anomalies given: REFI-GAD leads in normal+anomaly-k, mean AUROC 79.79 vs ARC 73.74",
+    "refi-gad": "labelled anomalies given: REFI-GAD leads in normal+anomaly-k, mean AUROC 79.88 vs ARC 73.74",
     "arc": "no labelled anomaly: ARC leads in zero-shot and normal-k, mean AUROC 73.88 / 73.62 vs REFI-GAD "
-           "64.76 / 60.75",
+           "65.45 / 61.52",
 }
 
 

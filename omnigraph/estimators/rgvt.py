@@ -102,7 +102,7 @@ class RGVT(BaseEstimator):
     #: on larger graphs ``decision_function`` holds at most this many bytes of ``[rows, min(F,
     #: hidden)]`` buffer (Z_L rows or the head's first layer), working on blocks of rows with
     #: one encoder pass per block: memory for time, as scikit-learn's ``working_memory`` (whose
-    #: default, 1 GiB, this is: at 128 MB an ogbn-products-sized graph took 8 encoder passes)
+    #: default, 1 GiB, this is)
     predict_block_bytes: int = 1 << 30
 
     def __init__(self, encoder: RGVTEncoder | None = None, *, protocol: str = "fast", head: str = "mlp",

@@ -116,18 +116,17 @@ class RGVTEncoder(nn.Module, PretrainedMixin):
     """
 
     model_type = "rgvt"
-    #: floats in one chunk's ``2K+1`` views when ``chunk_size`` is None (128 MB; a step's working
-    #: set is about 1.2x that without autograd): wide enough for efficient SpMM, small enough to
-    #: bound memory on wide graphs (``docs/gpu.md``, "RGVT's CPU kernels").
+    #: floats in one chunk's ``2K+1`` views when ``chunk_size`` is None (128 MB): wide enough for
+    #: efficient SpMM, small enough to bound memory on wide graphs (``docs/gpu.md``, "RGVT's CPU
+    #: kernels", has the measurements behind this and the thresholds below).
     chunk_floats: int = 1 << 25
-    #: but never fewer columns: the cap alone gave 2-column chunks on millions of nodes, whose
-    #: products cost twice as much per column (performance page, products-scale section)
+    #: but never fewer columns (the cap alone gives 2-column chunks on millions of nodes)
     min_chunk_columns: int = 8
     #: chunks narrower than this use CSR operators and ``torch.sparse.mm`` (see :meth:`kernel_for`)
     csr_below_columns: int = 448
     #: graphs with at least this many nodes get column-blocked CSR operators (see :meth:`blocks_for`)
     block_min_nodes: int = LARGE_GRAPH_NODES
-    #: bytes of feature rows one column block gathers from (half this machine's 32 MiB L3; roofline)
+    #: bytes of feature rows one column block gathers from (about half a last-level cache)
     block_bytes: int = 16 << 20
     #: entries per block when phi is applied without autograd (keeps its temporaries in cache)
     phi_block: int = 1 << 16

@@ -7,9 +7,8 @@ For a CSR matrix :math:`A` with row pointer ``crow``, column indices ``col`` and
 
 which is exactly an embedding bag: ``X`` is the table, row :math:`i`'s stored entries are
 the bag, ``v`` the per-sample weights. On CPU, PyTorch runs float32 bags with FBGEMM's
-vectorised kernels, which are faster than ``torch.sparse.mm`` on graph operators (one thread,
-torch 2.13: RGVT's whole encoder pass 1.1-2.1x faster on six suite graphs, and single
-products on the synthetic scaling graphs, in ``docs/results/performance.md``). Each row is
+vectorised kernels, which are faster than ``torch.sparse.mm`` on graph operators (timings on
+the performance page, ``rgvt_backends`` and roofline sections). Each row is
 summed in stored order, as the COO kernel of ``torch.sparse.mm`` does (bit-identical results
 on x86 here) but not its CSR kernel (results differ by float rounding, about 1e-7 relative).
 Gradients reach ``x`` through PyTorch's embedding-bag backward.

@@ -4,20 +4,14 @@ One entry point, :func:`propagate`, with three back-ends:
 
 * ``torch.sparse`` SpMM (``"torch"``, always available and the ``"auto"`` choice), in CSR or COO layout;
 * ``torch-sparse`` (``SparseTensor`` SpMM), by request only (``backend="torch_sparse"``) when that
-  optional package is installed. Measured on one CPU thread with torch 2.13 and torch-sparse 0.6.18,
-  two hops on synthetic graphs of 10^4 and 10^5 nodes (10 edges per node, 8 or 64 columns): torch's CSR
-  product takes 0.42-0.51x the time of torch-sparse's, with bit-identical results; so installing
-  torch-sparse (pygod needs it) changes nothing unless asked for;
+  optional package is installed: installing it (pygod needs it) changes nothing unless asked for;
 * ``embedding_bag`` (always available, by request): the CSR product as an embedding bag
-  (:func:`~omnigraph.ops.bag_mm`), faster than ``torch.sparse.mm`` on one CPU thread (RGVT's
-  encoder pass: 1.1-2.1x); results differ from the ``torch`` back-end's CSR kernel by float rounding.
+  (:func:`~omnigraph.ops.bag_mm`); results differ from the ``torch`` back-end's CSR kernel by float
+  rounding.
 
-**Layout.** ``layout="auto"`` uses CSR. Measured with torch 2.13 on one CPU thread
-(``torch.sparse.mm``, min of 15 interleaved runs, symmetric and mean operators of Cora,
-Amazon-Photo, Coauthor-CS and Squirrel): CSR is 3-4x faster than COO for 64 feature columns
-and 1.2-1.4x faster for 256; from 768 to 1536 columns neither wins consistently (CSR/COO time
-0.92-1.36 across graphs, median 1.0), so CSR is never the slow choice. ``layout="coo"`` keeps
-a COO operator as it is (the results agree to float rounding, ~1e-7 relative).
+**Layout.** ``layout="auto"`` uses CSR, never the slower layout on the graphs measured;
+``layout="coo"`` keeps a COO operator as it is (the results agree to float rounding, ~1e-7
+relative). The measurements behind these defaults: ``docs/gpu.md``, "RGVT's CPU kernels".
 
 Wide feature matrices are processed in column chunks so that the temporaries for one
 hop never exceed ``N x chunk_size`` floats; the result is identical to the unchunked one

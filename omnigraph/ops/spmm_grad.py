@@ -3,7 +3,7 @@
 ``torch.sparse.mm`` differentiates through a generic sparse kernel that is several times slower
 on CPU than a second forward product. For ``Y = A X`` the gradient is ``dL/dX = A^T dL/dY``, so
 keeping ``A^T`` as its own sparse matrix turns the backward pass into one more forward-style
-product (6x faster end to end for 32-column inputs on one thread, torch 2.13).
+product (measured in ``docs/gpu.md``, "RGVT's CPU kernels").
 """
 from __future__ import annotations
 
