@@ -99,7 +99,7 @@ def peak_mib() -> float:
 
 
 # ----------------------------------------------------------------------------- worker side
-def _graph(spec: dict):
+def spec_graph(spec: dict):
     from omnigraph.datasets import load_dataset
     from omnigraph.datasets.synthetic import synthetic_graph
 
@@ -108,7 +108,7 @@ def _graph(spec: dict):
     return synthetic_graph(**spec["synthetic"])
 
 
-def _tensor_mib(*tensors) -> float:
+def tensor_mib(*tensors) -> float:
     """Size of the storages behind ``tensors``, each storage counted once (shared indices)."""
     storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
     return sum(storages.values()) / 2**20
@@ -140,10 +140,10 @@ def _kernel(ops, encoder, nodes: int, features: int) -> str:
 
 
 def _sparse_mib(*ops) -> float:
-    return _tensor_mib(*(t for op in ops if op is not None for t in _sparse_parts(op)))
+    return tensor_mib(*(t for op in ops if op is not None for t in _sparse_parts(op)))
 
 
-def _timed(fn, budget: float = 1.0, max_repeats: int = 5, setup=None) -> tuple[float, int, object]:
+def timed(fn, budget: float = 1.0, max_repeats: int = 5, setup=None) -> tuple[float, int, object]:
     """``(median seconds, repeats, last result)`` of ``fn()``: one run, repeated while the total
     stays under ``budget`` seconds (up to ``max_repeats``), so that sub-second timings of small
     graphs are not dominated by one-off costs; large graphs run once. ``setup()``, untimed, runs
@@ -178,14 +178,14 @@ def work_rgvt(spec: dict) -> dict:
     from omnigraph.estimators.rgvt import RGVT
 
     encoder = RGVT.from_pretrained("rgvt").encoder.eval()
-    data = _graph(spec)
+    data = spec_graph(spec)
     x = data.x.float().contiguous()
     gc.collect()
     base = rss_mib()
     reset_peak()
-    seconds, repeats, (ops, z) = _timed(lambda: _encoder_pass(encoder, data, x))
+    seconds, repeats, (ops, z) = timed(lambda: _encoder_pass(encoder, data, x))
     checksum = float(z[:1000].sum())
-    x_mib, adj_mib = _tensor_mib(x), _sparse_mib(*ops)
+    x_mib, adj_mib = tensor_mib(x), _sparse_mib(*ops)
     peak = peak_mib()
     return {"seconds": seconds, "repeats": repeats, "nodes": data.num_nodes, "edges": int(data.edge_index.size(1)),
             "features": int(x.size(1)), "x_mib": x_mib, "adjacency_mib": adj_mib, "rss_before_mib": base,
@@ -206,11 +206,12 @@ def work_rgvt_estimator(spec: dict) -> dict:
 
     from omnigraph.datasets.splits import random_split
     from omnigraph.estimators.rgvt import RGVT
+    from omnigraph.estimators.rgvt_adapt import inference_operators
 
     clf = RGVT.from_pretrained("rgvt")
     gc.collect()
     interpreter = rss_mib()
-    data = _graph(spec)
+    data = spec_graph(spec)
     if getattr(data, "train_mask", None) is None:
         for key, mask in random_split(data.y, seed=0).items():
             data[key] = mask
@@ -228,9 +229,9 @@ def work_rgvt_estimator(spec: dict) -> dict:
     start = time.perf_counter()
     pred = clf.predict(data)
     predict_s, predict_peak = time.perf_counter() - start, peak_mib()
-    x_mib, edge_mib = _tensor_mib(data.x), _tensor_mib(data.edge_index)
+    x_mib, edge_mib = tensor_mib(data.x), tensor_mib(data.edge_index)
     inputs = x_mib + edge_mib
-    ops = clf._graph(data)["ops"]
+    ops = inference_operators(clf.encoder, data, clf.chunk_size)   # the operators predict built, rebuilt on CPU
     return {"nodes": data.num_nodes, "edges": int(data.edge_index.size(1)), "features": int(data.x.size(1)),
             "n_train": int(data.train_mask.sum()), "n_val": int(data.val_mask.sum()), "depth": clf.depth_,
             "test_accuracy": float((pred[data.test_mask] == data.y[data.test_mask]).float().mean()),
@@ -246,14 +247,14 @@ def work_rgvt_estimator(spec: dict) -> dict:
 
 def _row_blocks(clf, data) -> int:
     """Encoder passes ``predict`` made: 0 when it built Z_L whole (small graphs), else the row blocks."""
-    block = clf._predict_block(data)
+    block = clf.predict_block_rows(data)
     return 0 if block is None else -(-data.num_nodes // block)
 
 
 def work_fingerprint(spec: dict) -> dict:
     from omnigraph.models.fingerprint import RelationalFingerprint
 
-    data = _graph(spec)
+    data = spec_graph(spec)
     gc.collect()
     base = rss_mib()
     reset_peak()
@@ -262,7 +263,7 @@ def work_fingerprint(spec: dict) -> dict:
     seconds = time.perf_counter() - start
     assert fp.shape == (data.num_nodes, 5)
     return {"seconds": seconds, "nodes": data.num_nodes, "edges": int(data.edge_index.size(1)),
-            "features": int(data.x.size(1)), "x_mib": _tensor_mib(data.x), "rss_before_mib": base,
+            "features": int(data.x.size(1)), "x_mib": tensor_mib(data.x), "rss_before_mib": base,
             "peak_rss_mib": peak_mib()}
 
 
@@ -276,11 +277,11 @@ def work_refi(spec: dict) -> dict:
     from omnigraph.models.fingerprint import clear_fingerprint_cache
 
     detector = REFIGAD.from_pretrained("refi-gad")
-    data = _graph(spec)
+    data = spec_graph(spec)
     gc.collect()
     base = rss_mib()
     reset_peak()
-    seconds, repeats, score = _timed(lambda: detector.decision_function(
+    seconds, repeats, score = timed(lambda: detector.decision_function(
         data, support_normal=torch.arange(10), support_anomaly=torch.arange(10, 20)), setup=clear_fingerprint_cache)
     assert score.shape == (data.num_nodes,)
     return {"seconds": seconds, "repeats": repeats, "nodes": data.num_nodes, "edges": int(data.edge_index.size(1)),
@@ -293,7 +294,7 @@ def work_propagation(spec: dict) -> dict:
 
     from omnigraph.ops import propagate, sym_adjacency
 
-    data = _graph(spec)
+    data = spec_graph(spec)
     hops, repeats = spec.get("hops", 2), spec.get("repeats", 7)
     op = sym_adjacency(data.edge_index, data.num_nodes, self_loops=True).to_sparse_csr()
     x = data.x.float().contiguous()
@@ -334,7 +335,7 @@ def work_spmm_cost(spec: dict) -> dict:
     from omnigraph.models.rgvt import RGVTEncoder
     from omnigraph.ops import bag_mm, split_columns, spmm_into
 
-    data = _graph(spec)
+    data = spec_graph(spec)
     n = data.num_nodes
     enc = RGVTEncoder()
     cols = enc.chunk_columns(n, int(data.x.size(1)), None)
@@ -347,7 +348,7 @@ def work_spmm_cost(spec: dict) -> dict:
                "embedding_bag": lambda: bag_mm(rw, x)}
     torch.testing.assert_close(kernels["embedding_bag"](), torch.mm(rw, x), rtol=1e-4, atol=1e-5)
     entries = rw._nnz()
-    per_entry = {name: _timed(fn, budget=2.0)[0] / (entries * cols) * 1e9 for name, fn in kernels.items()}
+    per_entry = {name: timed(fn, budget=2.0)[0] / (entries * cols) * 1e9 for name, fn in kernels.items()}
     return {"nodes": n, "entries": entries, "columns": cols, "blocks": blocks, "ns_per_entry_column": per_entry}
 
 
@@ -360,7 +361,7 @@ def work_rgvt_backends(spec: dict) -> dict:
     from omnigraph.estimators.rgvt import RGVT
 
     encoder = RGVT.from_pretrained("rgvt").encoder.eval()
-    data = _graph(spec)
+    data = spec_graph(spec)
     x = data.x.float().contiguous()
     times: dict[str, list[float]] = {"torch": [], "embedding_bag": []}
     last: dict[str, object] = {}

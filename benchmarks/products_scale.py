@@ -42,7 +42,7 @@ def work_products(spec: dict) -> dict:
     import gc
 
     import torch
-    from perf import _tensor_mib, peak_mib, reset_peak, rss_mib, trim_heap
+    from perf import peak_mib, reset_peak, rss_mib, tensor_mib, trim_heap
 
     start = time.perf_counter()
     data = products_graph(spec)
@@ -82,7 +82,7 @@ def work_products(spec: dict) -> dict:
         score = phase("score", lambda: detector.decision_function(
             data, support_normal=torch.arange(10), support_anomaly=torch.arange(10, 20)))
         extra = {"finite": bool(torch.isfinite(score).all())}
-    inputs = _tensor_mib(data.x) + _tensor_mib(data.edge_index)
+    inputs = tensor_mib(data.x) + tensor_mib(data.edge_index)
     return {"model": model, "nodes": data.num_nodes, "edges": int(data.edge_index.size(1)),
             "features": int(data.x.size(1)), "classes": int(data.y.max()) + 1, "load_seconds": load_s, "loaded_mib": loaded, "inputs_mib": inputs,
             "phases": phases, "seconds": sum(p["seconds"] for p in phases.values()),

@@ -168,13 +168,13 @@ def work_roofline(spec: dict) -> dict:
     ``block_bytes`` of gathered rows (RGVT's blocking, at every size); torch-sparse's SpMM where
     it is installed. ``default`` is the kernel the library runs for that product."""
     import torch
-    from perf import _graph, _timed
+    from perf import spec_graph, timed
 
     from omnigraph.models.fingerprint import product_backend
     from omnigraph.models.rgvt import RGVTEncoder
     from omnigraph.ops import split_columns
 
-    data = _graph(spec)
+    data = spec_graph(spec)
     rates = spec["rates"]
     n = data.num_nodes
     enc = RGVTEncoder()
@@ -189,7 +189,7 @@ def work_roofline(spec: dict) -> dict:
         for fn in kernels.values():
             result = fn()
             torch.testing.assert_close(result, ref, rtol=1e-4, atol=1e-5)
-        seconds = {kname: _timed(fn, budget=2.0)[0] for kname, fn in kernels.items()}
+        seconds = {kname: timed(fn, budget=2.0)[0] for kname, fn in kernels.items()}
         if name.startswith("rgvt"):
             blocked_default = enc.blocks_for(n, k) > 1
             bag = enc.kernel_for(k, blocked=blocked_default)[1] == "embedding_bag"

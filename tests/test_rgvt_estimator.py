@@ -352,12 +352,12 @@ def test_large_graphs_predict_without_holding_the_representation(graph, monkeypa
     for hidden in (8, 32):     # F = 16: streamed accumulator, then assembled rows
         clf = RGVT(_encoder(), seed=0, chunk_size=3, hidden_channels=hidden, **FAST).fit(graph)
         dense = clf.decision_function(graph)
-        assert clf._predict_block(graph) is None
+        assert clf.predict_block_rows(graph) is None
         monkeypatch.setattr(RGVT, "keep_full_bytes", 0)
         for block_bytes, blocks in ((1 << 20, 1), (4 * min(16, hidden) * 25, 4)):   # 90 rows: 1 block or 25 each
             monkeypatch.setattr(RGVT, "predict_block_bytes", block_bytes)
             clf._graph(graph)["z"] = {}
-            assert -(-90 // clf._predict_block(graph)) == blocks
+            assert -(-90 // clf.predict_block_rows(graph)) == blocks
             out = clf.decision_function(graph)
             assert clf._graph(graph)["z"] == {}
             torch.testing.assert_close(out, dense, rtol=1e-5, atol=1e-5)

@@ -21,12 +21,12 @@ from torch_geometric.data import Data
 
 from omnigraph._npz import load_npz, npz_keys
 from omnigraph.datasets.gad import (
-    _CSR_KEYS,
+    CSR_KEYS,
     GRAPH_SUFFIXES,
     YANDEX_KEYS,
-    _binary,
-    _clean_edges,
-    _gad_data,
+    binary_labels,
+    clean_edges,
+    gad_data,
     load_tensor_dict,
     npz_features,
     read_gad_npz,
@@ -66,7 +66,7 @@ def resolve_task(path, stored, task: str | None) -> str:
 
 def nc_data(x, edge_index, y, masks: dict, path) -> Data:
     """A node-classification ``Data`` from arrays: labels optional (``-1`` = unlabelled), masks kept."""
-    data = _gad_data(x, edge_index, None, path)     # features and edges: the same checks as for GAD
+    data = gad_data(x, edge_index, None, path)     # features and edges: the same checks as for GAD
     n = data.num_nodes
     if y is not None:
         y = torch.as_tensor(np.asarray(y)).reshape(-1)
@@ -147,13 +147,13 @@ def read_graph_file(path: str | Path, task: str | None = None, split: int = 0) -
         if all(k in keys for k in YANDEX_KEYS):
             data = load_yandex_npz(path, split=0 if task == "gad" else split)
             if task == "gad":
-                data = Data(x=data.x, edge_index=_clean_edges(data.edge_index, data.num_nodes, path),
-                            y=_binary(data.y, "node_labels", path), num_nodes=data.num_nodes)
+                data = Data(x=data.x, edge_index=clean_edges(data.edge_index, data.num_nodes, path),
+                            y=binary_labels(data.y, "node_labels", path), num_nodes=data.num_nodes)
             data.task = task or "nc"
             return data
         if not ("edge_index" in keys or "x" in keys or "x_data" in keys):
             raise ValueError(f"{path}: unrecognised npz keys {sorted(keys)}; expected the uniform format "
-                             f"(x or {list(_CSR_KEYS)}, edge_index, optional y and task) or a Yandex npz "
+                             f"(x or {list(CSR_KEYS)}, edge_index, optional y and task) or a Yandex npz "
                              f"({list(YANDEX_KEYS)}, masks)")
         f = load_npz(path)
         found = resolve_task(path, f.get("task"), task)

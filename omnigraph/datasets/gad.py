@@ -23,12 +23,14 @@ from torch_geometric.data import Data
 from omnigraph._npz import load_npz
 from omnigraph.ops import simple_undirected
 
-_CSR_KEYS = ("x_data", "x_indices", "x_indptr", "x_shape")
+CSR_KEYS = ("x_data", "x_indices", "x_indptr", "x_shape")
 YANDEX_KEYS = ("node_features", "node_labels", "edges")
 GRAPH_SUFFIXES = (".npz", ".mat", ".pt")
 
 
-def _binary(labels, field: str, path) -> Tensor:
+def binary_labels(labels, field: str, path) -> Tensor:
+    """``labels`` as a flat long tensor of 0 (normal) / 1 (anomaly); a clear error naming ``path``
+    and ``field`` otherwise."""
     y = torch.as_tensor(np.asarray(labels)).reshape(-1)
     if y.is_floating_point() and not torch.isfinite(y).all():
         raise ValueError(f"{path}: {field} contains NaN or Inf")
@@ -39,7 +41,8 @@ def _binary(labels, field: str, path) -> Tensor:
     return y.to(torch.long)
 
 
-def _clean_edges(edge_index: Tensor, num_nodes: int, path) -> Tensor:
+def clean_edges(edge_index: Tensor, num_nodes: int, path) -> Tensor:
+    """A ``[2, E]`` edge index checked against ``num_nodes``, made simple and undirected."""
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"{path}: edge_index must have shape [2, E], got {list(edge_index.shape)}")
     if edge_index.numel():
@@ -50,7 +53,9 @@ def _clean_edges(edge_index: Tensor, num_nodes: int, path) -> Tensor:
     return simple_undirected(edge_index.to(torch.long), num_nodes, self_loops=False)
 
 
-def _gad_data(x, edge_index, y, path, y_struct=None, y_attr=None) -> Data:
+def gad_data(x, edge_index, y, path, y_struct=None, y_attr=None) -> Data:
+    """A checked ``Data`` (finite float32 features, clean edges, binary labels) from raw arrays read
+    from ``path``."""
     try:
         x = torch.as_tensor(np.asarray(x, dtype=np.float32))
     except (TypeError, ValueError) as err:
@@ -66,14 +71,14 @@ def _gad_data(x, edge_index, y, path, y_struct=None, y_attr=None) -> Data:
     if x.dim() != 2:
         raise ValueError(f"{path}: features must be a matrix [N, F], got shape {list(x.shape)}")
     n = x.size(0)
-    data = Data(x=x, edge_index=_clean_edges(torch.as_tensor(np.asarray(edge_index)).long(), n, path), num_nodes=n)
+    data = Data(x=x, edge_index=clean_edges(torch.as_tensor(np.asarray(edge_index)).long(), n, path), num_nodes=n)
     if y is not None:                 # an unlabelled graph is what a detector is for: y is optional
-        data.y = _binary(y, "y", path)
+        data.y = binary_labels(y, "y", path)
         if data.y.numel() != n:
             raise ValueError(f"{path}: y has {data.y.numel()} entries but x has {n} rows")
     for key, value in (("y_struct", y_struct), ("y_attr", y_attr)):
         if value is not None:
-            data[key] = _binary(value, key, path)
+            data[key] = binary_labels(value, key, path)
             if data[key].numel() != n:
                 raise ValueError(f"{path}: {key} has {data[key].numel()} entries but x has {n} rows")
     return data
@@ -83,14 +88,14 @@ def npz_features(f: dict, path) -> np.ndarray:
     """Dense node features of a uniform npz: key ``x``, or the CSR parts ``x_data/x_indices/x_indptr/x_shape``."""
     if "x" in f:
         return f["x"]
-    if all(k in f for k in _CSR_KEYS):
+    if all(k in f for k in CSR_KEYS):
         try:
             return sp.csr_matrix((f["x_data"], f["x_indices"], f["x_indptr"]),
                                  shape=tuple(int(s) for s in f["x_shape"])).toarray()
         except (ValueError, TypeError) as err:
-            raise ValueError(f"{path}: the CSR feature arrays {list(_CSR_KEYS)} are inconsistent: {err}") from None
+            raise ValueError(f"{path}: the CSR feature arrays {list(CSR_KEYS)} are inconsistent: {err}") from None
     raise ValueError(f"{path} is not a uniform npz: no node features (needs key 'x' or the CSR keys "
-                     f"{list(_CSR_KEYS)}; the file has {sorted(f)})")
+                     f"{list(CSR_KEYS)}; the file has {sorted(f)})")
 
 
 def read_gad_npz(path: str | Path, f: dict | None = None) -> Data:
@@ -100,7 +105,7 @@ def read_gad_npz(path: str | Path, f: dict | None = None) -> Data:
     x = npz_features(f, path)
     if "edge_index" not in f:
         raise ValueError(f"{path} is not a uniform GAD npz: missing key 'edge_index' (the file has {sorted(f)})")
-    return _gad_data(x, f["edge_index"], f.get("y"), path, f.get("y_struct"), f.get("y_attr"))
+    return gad_data(x, f["edge_index"], f.get("y"), path, f.get("y_struct"), f.get("y_attr"))
 
 
 def save_gad_npz(data: Data, path: str | Path, sparse: bool | None = None) -> Path:
@@ -121,7 +126,7 @@ def save_gad_npz(data: Data, path: str | Path, sparse: bool | None = None) -> Pa
         sparse = np.count_nonzero(x) < 0.25 * x.size
     arrays = {"edge_index": data.edge_index.cpu().numpy().astype(np.int64), "task": np.array("gad")}
     if getattr(data, "y", None) is not None:
-        arrays["y"] = _binary(data.y.cpu(), "y", path).numpy().astype(np.int8)
+        arrays["y"] = binary_labels(data.y.cpu(), "y", path).numpy().astype(np.int8)
     if sparse:
         csr = sp.csr_matrix(x)
         arrays.update(x_data=csr.data.astype(np.float32), x_indices=csr.indices.astype(np.int32),
@@ -130,7 +135,7 @@ def save_gad_npz(data: Data, path: str | Path, sparse: bool | None = None) -> Pa
         arrays["x"] = x
     for key in ("y_struct", "y_attr"):
         if getattr(data, key, None) is not None:
-            arrays[key] = _binary(data[key].cpu(), key, path).numpy().astype(np.int8)
+            arrays[key] = binary_labels(data[key].cpu(), key, path).numpy().astype(np.int8)
     return atomic_write(path, lambda tmp: np.savez_compressed(tmp, **arrays))
 
 
@@ -171,7 +176,7 @@ def read_mat(path: str | Path) -> Data:
     if coo.shape[0] != feat.shape[0]:
         raise ValueError(f"{path}: the adjacency is {coo.shape[0]} x {coo.shape[1]} but there are "
                          f"{feat.shape[0]} feature rows")
-    return _gad_data(feat, edge_index, np.asarray(label).reshape(-1), path,
+    return gad_data(feat, edge_index, np.asarray(label).reshape(-1), path,
                      pick("str_anomaly_label"), pick("attr_anomaly_label"))
 
 
@@ -222,4 +227,4 @@ def read_pt(path: str | Path, obj: dict | None = None) -> Data:
             y = y.long()
             y_attr, y_struct = (y & 1), (y >> 1) & 1
         y = (y > 0).long().numpy()
-    return _gad_data(x.float().numpy(), obj["edge_index"].numpy(), y, path, y_struct, y_attr)
+    return gad_data(x.float().numpy(), obj["edge_index"].numpy(), y, path, y_struct, y_attr)

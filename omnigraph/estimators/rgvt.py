@@ -292,13 +292,13 @@ class RGVT(BaseEstimator):
                              f"{self.n_features_in_}; fit on this graph first")
         graph = self._graph(data)
         n, f = data.x.shape
-        block = self._predict_block(data)
+        block = self.predict_block_rows(data)
         with torch.no_grad():
             if self.depth_ in graph["z"] or block is None:
                 return self._to_user(graph, self._head_rows(self._encode(data, self.depth_))).cpu()
             # large graph: Z_L is never held whole. The encoder yields it column chunk by column
             # chunk; the head's first layer is accumulated over them when it is narrower than F,
-            # else the block's Z_L rows are assembled (see _predict_block).
+            # else the block's Z_L rows are assembled (see predict_block_rows).
             encoder, out = self._encoder(), []
             for start in range(0, n, block):
                 rows = None if block >= n else torch.arange(start, min(start + block, n), device=self._device())
@@ -310,7 +310,7 @@ class RGVT(BaseEstimator):
             out = torch.cat(out) if len(out) > 1 else out[0]
             return self._to_user(graph, out.to(self._device())).cpu()
 
-    def _predict_block(self, data) -> int | None:
+    def predict_block_rows(self, data) -> int | None:
         """Rows per encoder pass in ``decision_function``; None when ``Z_L`` (at most
         ``keep_full_bytes``) is simply built whole. Otherwise the buffer ``[rows, min(F, hidden)]``
         is kept within ``predict_block_bytes``, one encoder pass per block of rows."""
