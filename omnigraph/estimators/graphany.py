@@ -27,11 +27,11 @@ from sklearn.base import BaseEstimator
 from torch import Tensor
 
 from omnigraph._cache import GraphCache
+from omnigraph.estimators.node_classifier import NodeClassifierMixin
 from omnigraph.models.graphany import GraphAnyModel
 from omnigraph.validation import (
     check_class_ids,
     check_disjoint,
-    check_eval_labels,
     check_graph,
     check_mask,
     check_train_classes,
@@ -46,7 +46,7 @@ def _as_mask(mask, num_nodes: int, name: str) -> Tensor:
     return check_mask(mask, num_nodes, name, allow_index=True)
 
 
-class GraphAny(BaseEstimator):
+class GraphAny(NodeClassifierMixin, BaseEstimator):
     """Zero-shot node classifier: frozen GraphAny attention + per-graph least squares.
 
     Args:
@@ -226,12 +226,6 @@ class GraphAny(BaseEstimator):
     def predict(self, data) -> Tensor:
         """Predicted class ids ``[N]`` (argmax of the fused logits)."""
         return self.transform(data, "logits").argmax(-1)
-
-    def score(self, data, mask=None) -> float:
-        """Accuracy on ``mask`` (boolean or node ids; default ``data.test_mask``)."""
-        self._check_fitted()
-        mask, y = check_eval_labels(data, mask, self.train_labels_)
-        return float((self.predict(data)[mask] == y).float().mean())
 
     def __repr__(self) -> str:
         m = self.model if self.model is not None else GraphAnyModel()

@@ -44,6 +44,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from omnigraph._cache import GraphCache
+from omnigraph.estimators.node_classifier import NodeClassifierMixin
 from omnigraph.estimators.rgvt_adapt import (
     PROTOCOLS,
     adapt_representations,
@@ -55,10 +56,10 @@ from omnigraph.estimators.rgvt_adapt import (
 from omnigraph.models.rgvt import RGVTEncoder
 from omnigraph.models.rgvt_head import HEAD_KINDS
 from omnigraph.ops import PermutedRows, invert_permutation, locality_order, resolve_reorder
-from omnigraph.validation import check_eval_labels, check_graph, not_fitted
+from omnigraph.validation import check_graph, not_fitted
 
 
-class RGVT(BaseEstimator):
+class RGVT(NodeClassifierMixin, BaseEstimator):
     r"""Zero-shot node classification with a pretrained RGVT encoder (scikit-learn style).
 
     Args:
@@ -332,12 +333,6 @@ class RGVT(BaseEstimator):
     def predict(self, data) -> Tensor:
         """Predicted class ids ``[N]``."""
         return self.decision_function(data).argmax(dim=-1)
-
-    def score(self, data, mask: Tensor | None = None) -> float:
-        """Accuracy on ``mask`` (boolean or node ids; default ``data.test_mask``), in [0, 1]."""
-        self._check_fitted()
-        mask, y = check_eval_labels(data, mask, self.train_labels_)
-        return float((self.predict(data)[mask] == y).float().mean())
 
 
 __all__ = ["RGVT"]

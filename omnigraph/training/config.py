@@ -38,9 +38,6 @@ class _Config:
             raise TypeError(f"unknown {type(self).__name__} field(s) {unknown}; the fields are {names}")
         return dataclasses.replace(self, **overrides)
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
 
 @dataclass(frozen=True)
 class REFIGADPretrainConfig(_Config):
