@@ -102,16 +102,21 @@ def test_api_reference_documents_the_public_api(html):
             assert any(a.endswith(f".{estimator}.{method}") for a in anchors), (estimator, method)
 
 
+def decimals(text: str) -> list[str]:
+    """The decimal numbers written in ``text`` (not parts of longer tokens such as versions)."""
+    return re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", text)
+
+
 def test_readme_numbers_come_from_committed_results():
     """Every decimal number in the README's results section appears in a committed results file or model card."""
     readme = (ROOT / "README.md").read_text()
     start = readme.index("## Results")
     end = readme.index("\n## ", start + 1)
-    numbers = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", readme[start:end]))
+    numbers = set(decimals(readme[start:end]))
     assert numbers, "the README's results section shows no numbers"
     committed = "\n".join(p.read_text() for p in [*(DOCS / "results").rglob("*.md"),
                                                    *(ROOT / "pretrained").glob("*.md")])
-    found = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", committed))
+    found = set(decimals(committed))
     assert numbers <= found, f"README numbers not in docs/results or pretrained cards: {sorted(numbers - found)}"
     assert "<!-- nc-results:start -->" in readme and "<!-- nc-results:end -->" in readme
 
@@ -141,7 +146,7 @@ def test_auto_model_reasons_quote_the_committed_page():
     from omnigraph.cli.gad import AUTO_REASON
 
     page = (DOCS / "results" / "anomaly_detection.md").read_text().splitlines()
-    current = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", "\n".join(l for l in page if "->" not in l)))
+    current = set(decimals("\n".join(l for l in page if "->" not in l)))
     for model, reason in AUTO_REASON.items():
-        quoted = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", reason))
+        quoted = set(decimals(reason))
         assert quoted and quoted <= current, (model, sorted(quoted - current))
