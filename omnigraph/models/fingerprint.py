@@ -62,8 +62,9 @@ from torch_geometric.transforms import BaseTransform
 from omnigraph._cache import GraphCache
 from omnigraph.datasets.flags import graph_flag
 from omnigraph.memory import check_memory
-from omnigraph.ops import normalize_rows, simple_undirected, spmm, sym_adjacency, triangle_counts
+from omnigraph.ops import normalize_rows, simple_undirected, sym_adjacency, triangle_counts
 from omnigraph.ops.adjacency import to_csr
+from omnigraph.ops.edge_products import edge_dot_sqdist, edge_dots, spmm_columns
 from omnigraph.ops.operator_pair import LARGE_GRAPH_NODES
 from omnigraph.ops.reorder import locality_order, permute_graph, resolve_reorder
 from omnigraph.validation import check_graph
@@ -115,13 +116,6 @@ def rank_transform(v: Tensor, ties: str = "average", scale: float = 100.0, tie_r
     r = torch.empty(n, dtype=torch.float64)
     r[order] = ranks
     return (r * (scale / denom)).to(v.dtype)
-
-
-def _edge_chunks(num_edges: int, dim: int, budget: int = 1 << 22):
-    """Edge slices such that one gathered ``[chunk, dim]`` block holds at most ``budget`` floats."""
-    step = max(1, budget // max(dim, 1))
-    for s in range(0, num_edges, step):
-        yield slice(s, min(s + step, num_edges))
 
 
 def _pairwise_dot_min(x: Tensor, budget: int = 1 << 24) -> Tensor:
@@ -247,7 +241,7 @@ class RelationalFingerprint(BaseTransform):
         x64 = x.double()
         a_hat = sym_adjacency(ei, n, self_loops=loops, simple=True).to(torch.float64)
         backend = product_backend(n, x64.dtype)
-        x_hat = spmm(a_hat, spmm(a_hat, x64, backend), backend)
+        x_hat = spmm_columns(a_hat, x64, 2, backend)
         del a_hat
         gd = F.normalize(x_hat, dim=1) @ F.normalize(x_hat.mean(0), dim=0)
         del x_hat
@@ -260,9 +254,7 @@ class RelationalFingerprint(BaseTransform):
         inv_sqrt = (deg + (1.0 if loops else 0.0)).rsqrt().nan_to_num(posinf=0.0)
         a_val = inv_sqrt[row] * inv_sqrt[col]
 
-        s = torch.empty(row.numel(), dtype=x.dtype)
-        for sl in _edge_chunks(row.numel(), x.size(1)):
-            s[sl] = (x[row[sl]] * x[col[sl]]).sum(1)
+        s = edge_dots(x, row, col)
         if row.numel():
             if self.sim_scale == "edges":
                 lo, hi = s.min(), s.max()
@@ -276,21 +268,20 @@ class RelationalFingerprint(BaseTransform):
         w_all[upper] = w_val
         w_all[~upper] = w_val[torch.argsort(col, stable=True)]
         w = to_csr(ei, w_all, n)
-        x_bar = x64 + spmm(w, x64, backend)
+        x_bar = x64 + spmm_columns(w, x64, 1, backend)
         del x64, w
 
         # cos as F.normalize does it: a.b / (max(|a|, eps) max(|b|, eps))
         inv_norm = 1.0 / x_bar.norm(dim=1).clamp_min(1e-12)
+        dot, sq = edge_dot_sqdist(x_bar, row, col)
+        del x_bar
+        cos = dot * inv_norm[row] * inv_norm[col]
+        dist = sq.sqrt_()
         nd_sum = torch.zeros(n, dtype=torch.float64)
         np_sum = torch.zeros(n, dtype=torch.float64)
-        for sl in _edge_chunks(row.numel(), 2 * x.size(1)):
-            r, c = row[sl], col[sl]
-            a, b = x_bar[r], x_bar[c]
-            cos = (a * b).sum(1) * inv_norm[r] * inv_norm[c]
-            dist = (a - b).norm(dim=1)
-            for end in (r, c):
-                nd_sum.index_add_(0, end, cos)
-                np_sum.index_add_(0, end, dist)
+        for end in (row, col):
+            nd_sum.index_add_(0, end, cos)
+            np_sum.index_add_(0, end, dist)
         nd = _minmax(nd_sum / (deg + _EPS_DEG))
         np_ = _minmax(np_sum / (deg + _EPS_DEG))
         lc = self._clustering(triangle_counts(ei, n).to(torch.float64), deg)
