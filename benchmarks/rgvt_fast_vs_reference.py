@@ -77,6 +77,16 @@ def run_graph(encoder, data, seeds: list[int], keep_bytes: int, protocols: tuple
     return row
 
 
+#: report marks of rows whose protocol columns were re-measured (``--refresh``)
+MARKS = {"fast": "†", "reference": "‡"}
+
+
+def _refreshed(row: dict) -> list[str]:
+    """The protocols re-measured in a row (older rows store one name, newer ones a list)."""
+    kinds = row.get("refreshed") or []
+    return [kinds] if isinstance(kinds, str) else list(kinds)
+
+
 def summarise(rows: list[dict], meta: dict) -> tuple[dict, str]:
     ok = [r for r in rows if r["status"] == "ok"]
     total = {k: sum(r[k] for r in ok) for k in ("encoder_seconds", "fast_adapt_seconds",
@@ -101,7 +111,8 @@ def summarise(rows: list[dict], meta: dict) -> tuple[dict, str]:
         "|---|---:|---:|---:|---:|---|---|---:|---:|",
     ]
     for r in ok:
-        mark = " †" if r.get("refreshed") else ""
+        mark = "".join(MARKS[p] for p in _refreshed(r))
+        mark = f" {mark}" if mark else ""
         lines.append(f"| {r['dataset']}{mark} | {r['encoder_seconds']:.1f} | {r['fast_adapt_seconds']:.1f} | "
                      f"{r['reference_adapt_seconds']:.1f} | "
                      f"{r['reference_adapt_seconds'] / max(r['fast_adapt_seconds'], 1e-9):.1f}x | "
@@ -114,11 +125,12 @@ def summarise(rows: list[dict], meta: dict) -> tuple[dict, str]:
     lines += ["", f"- adaptation speed-up (sum of reference / sum of fast): **{summary['adaptation_speedup']:.1f}x**",
               f"- end-to-end speed-up (encoder + adaptation): **{summary['end_to_end_speedup']:.1f}x**",
               f"- mean test accuracy, reference minus fast: **{summary['mean_loss_points']:+.2f} points**"]
-    refreshed = [r for r in ok if r.get("refreshed")]
-    if refreshed:
-        lines += ["", (f"† the {refreshed[0]['refreshed']} columns of these rows were re-measured in a later run "
-                  f"(`--refresh {refreshed[0]['refreshed']}`) after a change to that protocol; the other protocol's "
-                  "columns come from the original run.")]
+    for protocol in PROTOCOLS:
+        if any(protocol in _refreshed(r) for r in ok):
+            other = next(p for p in PROTOCOLS if p != protocol)
+            lines += ["", (f"{MARKS[protocol]} the {protocol} columns of these rows were re-measured in a later run "
+                      f"(`--refresh {protocol}`; the command line says why); unless also marked "
+                      f"{MARKS[other]}, the {other} columns come from the original run.")]
     if summary["not_run"]:
         lines += ["", "Not run:"] + [f"- {r['dataset']}: {r['status']} — {r['note']}" for r in summary["not_run"]]
     return summary, "\n".join(lines) + "\n"
@@ -163,7 +175,8 @@ def main(argv: list[str] | None = None) -> dict:
                 if base["dataset"] not in done:
                     raise SystemExit(f"--refresh needs a finished row for {base['dataset']} in {log}")
                 part = run_graph(encoder, data, seeds, int(args.keep_bytes), (args.refresh,))
-                row = {**done[base["dataset"]], **part, "refreshed": args.refresh}
+                old = done[base["dataset"]]
+                row = {**old, **part, "refreshed": sorted(set(_refreshed(old)) | {args.refresh})}
             else:
                 row = {**base, "status": "ok", "seeds": seeds, **run_graph(encoder, data, seeds, int(args.keep_bytes))}
             rows.append(row)
