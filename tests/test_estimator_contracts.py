@@ -113,3 +113,23 @@ def test_parameter_sweep_on_clones_of_a_pretrained_detector(name):
         assert torch.equal(det.decision_function(target, **support), ref)
         flagged[c] = int(det.label_.sum())
     assert flagged[0.05] < flagged[0.2]
+
+
+@pytest.mark.parametrize("name", ["rgvt", "graphany", "baseline"])
+def test_node_classifiers_share_one_checked_score(name):
+    """RGVT, GraphAny and the GCN/MLP baseline score through one method: refused before fit, the
+    accuracy of predict on the test mask, and unlabelled evaluated nodes named, not counted."""
+    from sklearn.exceptions import NotFittedError
+
+    data = planted_graph()
+    est = FACTORIES[name]()
+    with pytest.raises(NotFittedError):
+        est.score(data)
+    est.fit(data)
+    acc = est.score(data)
+    want = float((est.predict(data)[data.test_mask] == data.y[data.test_mask]).float().mean())
+    assert acc == pytest.approx(want, abs=0.0) and 0.0 <= acc <= 1.0
+    data.y = data.y.clone()
+    data.y[data.test_mask.nonzero()[0]] = -1
+    with pytest.raises(ValueError, match="unlabelled"):
+        est.score(data)

@@ -19,11 +19,12 @@ from torch import Tensor
 from torch_geometric.nn.models import GCN, MLP
 
 from omnigraph._cache import GraphCache
+from omnigraph.estimators.node_classifier import NodeClassifierMixin
 from omnigraph.ops import simple_undirected
-from omnigraph.validation import check_class_ids, check_graph, check_node_labels
+from omnigraph.validation import check_class_ids, check_graph, check_node_labels, not_fitted
 
 
-class SupervisedBaseline(BaseEstimator):
+class SupervisedBaseline(NodeClassifierMixin, BaseEstimator):
     """``kind="mlp"`` or ``"gcn"`` trained on ``data.train_mask``, selected on ``data.val_mask``."""
 
     def __init__(self, kind: str = "gcn", hidden: int = 64, num_layers: int = 2, dropout: float = 0.5,
@@ -55,6 +56,7 @@ class SupervisedBaseline(BaseEstimator):
         y = data.y
         self.n_classes_ = check_class_ids(y[train | val], "data.y[train_mask | val_mask]")
         self.classes_ = torch.arange(self.n_classes_)
+        self.train_labels_ = torch.unique(y[train]).cpu()  # classes seen in training (for score's warning)
         torch.manual_seed(self.seed)
         f_in = data.x.size(1)
         if self.kind == "mlp":
@@ -85,14 +87,15 @@ class SupervisedBaseline(BaseEstimator):
         self.val_accuracy_ = best
         return self
 
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "model_"):
+            raise not_fitted(type(self).__name__)
+
     @torch.no_grad()
     def predict_proba(self, data) -> Tensor:
+        self._check_fitted()
         check_graph(data)
         return self._forward(data).softmax(dim=-1)
 
     def predict(self, data) -> Tensor:
         return self.predict_proba(data).argmax(dim=-1)
-
-    def score(self, data, mask: Tensor | None = None) -> float:
-        mask = data.test_mask if mask is None else mask
-        return (self.predict(data)[mask] == data.y[mask]).float().mean().item()
