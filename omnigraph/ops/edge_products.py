@@ -84,16 +84,13 @@ def edge_dots(x: Tensor, row: Tensor, col: Tensor) -> Tensor:
     return out
 
 
-def _blocked_dot_sqdist(x: Tensor, row: Tensor, col: Tensor, width: int) -> tuple[Tensor, Tensor]:
-    dot = torch.zeros(row.numel(), dtype=x.dtype)
+def _blocked_sqdist(x: Tensor, row: Tensor, col: Tensor, width: int) -> Tensor:
     sq = torch.zeros(row.numel(), dtype=x.dtype)
     for s in range(0, x.size(1), width):
         block = x[:, s:s + width].contiguous()
         for sl in _edge_slices(row.numel(), 2 * block.size(1)):
-            a, b = block[row[sl]], block[col[sl]]
-            dot[sl] += (a * b).sum(1)
-            sq[sl] += (a - b).square_().sum(1)
-    return dot, sq
+            sq[sl] += (block[row[sl]] - block[col[sl]]).square_().sum(1)
+    return sq
 
 
 def edge_dot_sqdist(x: Tensor, row: Tensor, col: Tensor, width: int = FEATURE_BLOCK,
@@ -122,7 +119,7 @@ def edge_dot_sqdist(x: Tensor, row: Tensor, col: Tensor, width: int = FEATURE_BL
     sq = base - 2 * dot
     risky = (sq < guard * base).nonzero().squeeze(1)
     if risky.numel():
-        _, sq[risky] = _blocked_dot_sqdist(x, row[risky], col[risky], width)
+        sq[risky] = _blocked_sqdist(x, row[risky], col[risky], width)
     return dot, sq.clamp_min_(0.0)
 
 
