@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from omnigraph.ops import simple_undirected, spmm, sym_adjacency
-from omnigraph.ops.edge_products import edge_dot_sqdist, edge_dots, spmm_columns
+from omnigraph.ops.edge_products import add_sparse_, edge_dot_sqdist, edge_dots, sparse_rows, spmm_columns
 
 
 def _graph(n=60, d=150, seed=0, integer=True, density=0.05):
@@ -27,6 +27,37 @@ def test_spmm_columns_matches_one_product(hops):
     torch.testing.assert_close(got, want, rtol=1e-13, atol=0.0)
 
 
+@pytest.mark.parametrize("density", [0.01, 0.03, 0.08])
+def test_sparse_hops_equal_the_dense_product_bit_for_bit(density):
+    # at 1% the product of two hops stays sparse (both hops sparse-sparse); at 8% the first
+    # product is dense already and the second hop runs on column blocks
+    ei, x = _graph(n=200, d=300, density=density, integer=False)
+    a = sym_adjacency(ei, x.size(0), self_loops=True, simple=True).to(torch.float64)
+    x64 = x.double()
+    xs = sparse_rows(x)
+    assert xs is not None and xs.nnz == int(torch.count_nonzero(x))
+    for hops in (1, 2):
+        want = x64
+        for _ in range(hops):
+            want = spmm(a, want)
+        for given in (xs, x64):  # the CSR form, or the dense tensor that is detected as sparse
+            got = spmm_columns(a, given, hops, width=16)
+            assert got.dtype == torch.float64 and torch.equal(got, want)
+    assert torch.equal(spmm_columns(a, xs, 0), x64)
+
+
+def test_dense_features_are_not_converted():
+    _, x = _graph(density=0.5)
+    assert sparse_rows(x) is None and sparse_rows(x[:0]) is None
+
+
+def test_add_sparse_adds_each_stored_entry_once():
+    _, x = _graph(density=0.05, integer=False)
+    base = torch.rand(x.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    want = base + x.double()
+    assert torch.equal(add_sparse_(base.clone(), sparse_rows(x)), want)
+
+
 def test_fractions_and_large_magnitudes_take_the_dense_route():
     ei, x = _graph(density=0.03)
     row, col = ei[:, ei[0] < ei[1]]
@@ -40,6 +71,7 @@ def test_sparse_integer_dots_equal_the_dense_route():
     got = edge_dots(x, row, col)  # sparse route: integer features, 3% non-zero
     want = (x[row] * x[col]).sum(1)
     assert torch.equal(got, want)  # exact integers: the same in any summation order
+    assert torch.equal(edge_dots(x, row, col, sparse=sparse_rows(x)), want)  # the caller's CSR form
 
 
 def test_dense_dots_and_distances():

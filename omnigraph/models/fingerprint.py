@@ -64,7 +64,7 @@ from omnigraph.datasets.flags import graph_flag
 from omnigraph.memory import check_memory
 from omnigraph.ops import normalize_rows, simple_undirected, sym_adjacency, triangle_counts
 from omnigraph.ops.adjacency import to_csr
-from omnigraph.ops.edge_products import edge_dot_sqdist, edge_dots, spmm_columns
+from omnigraph.ops.edge_products import add_sparse_, edge_dot_sqdist, edge_dots, sparse_rows, spmm_columns
 from omnigraph.ops.operator_pair import LARGE_GRAPH_NODES
 from omnigraph.ops.reorder import locality_order, permute_graph, resolve_reorder
 from omnigraph.validation import check_graph
@@ -238,12 +238,15 @@ class RelationalFingerprint(BaseTransform):
         # sums over neighbours and nodes in float64: in float32 they move by ~1e-7 when the nodes are
         # renumbered (another summation order), enough to reorder a column's near-ties; per-edge
         # dot products of x need no more (their order of summation is the feature order)
-        x64 = x.double()
+        xs = sparse_rows(x)  # sparse features: every product below visits only their stored entries
+        x64 = x.double() if xs is None else xs
         a_hat = sym_adjacency(ei, n, self_loops=loops, simple=True).to(torch.float64)
-        backend = product_backend(n, x64.dtype)
+        backend = product_backend(n, torch.float64)
         x_hat = spmm_columns(a_hat, x64, 2, backend)
         del a_hat
-        gd = F.normalize(x_hat, dim=1) @ F.normalize(x_hat.mean(0), dim=0)
+        mean_dir = F.normalize(x_hat.mean(0), dim=0)
+        # F.normalize(x_hat, dim=1) in place: the same quotients without a second N x d matrix
+        gd = x_hat.div_(x_hat.norm(dim=1, keepdim=True).clamp_min(1e-12)) @ mean_dir
         del x_hat
 
         deg = torch.bincount(ei[0], minlength=n).to(torch.float64)
@@ -254,7 +257,7 @@ class RelationalFingerprint(BaseTransform):
         inv_sqrt = (deg + (1.0 if loops else 0.0)).rsqrt().nan_to_num(posinf=0.0)
         a_val = inv_sqrt[row] * inv_sqrt[col]
 
-        s = edge_dots(x, row, col)
+        s = edge_dots(x, row, col, sparse=xs)
         if row.numel():
             if self.sim_scale == "edges":
                 lo, hi = s.min(), s.max()
@@ -268,8 +271,9 @@ class RelationalFingerprint(BaseTransform):
         w_all[upper] = w_val
         w_all[~upper] = w_val[torch.argsort(col, stable=True)]
         w = to_csr(ei, w_all, n)
-        x_bar = x64 + spmm_columns(w, x64, 1, backend)
-        del x64, w
+        x_bar = spmm_columns(w, x64, 1, backend)  # x + W x, summed in place
+        x_bar = add_sparse_(x_bar, xs) if xs is not None else x_bar.add_(x64)
+        del x64, xs, w
 
         # cos as F.normalize does it: a.b / (max(|a|, eps) max(|b|, eps))
         inv_norm = 1.0 / x_bar.norm(dim=1).clamp_min(1e-12)

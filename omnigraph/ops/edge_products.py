@@ -8,6 +8,8 @@ stays small however wide :math:`X` is.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -38,14 +40,36 @@ def _scipy_csr(op: Tensor) -> sp.csr_matrix:
                          shape=tuple(op.shape))
 
 
-def spmm_columns(op: Tensor, x: Tensor, hops: int = 1, backend: str = "auto", width: int = FEATURE_BLOCK) -> Tensor:
+def sparse_rows(x: Tensor) -> sp.csr_matrix | None:
+    """``x`` as a scipy CSR matrix of its dtype when at most :data:`SPARSE_DENSITY` of its entries
+    are non-zero, else ``None``: the form the sparse routes below read, built once per ``x``."""
+    if not x.numel() or int(torch.count_nonzero(x)) > SPARSE_DENSITY * x.numel():
+        return None
+    with warnings.catch_warnings():  # torch flags sparse CSR as "beta" on every construction
+        warnings.simplefilter("ignore", UserWarning)
+        return _scipy_csr(x.to_sparse_csr())
+
+
+def spmm_columns(op: Tensor, x: Tensor | sp.csr_matrix, hops: int = 1, backend: str = "auto",
+                 width: int = FEATURE_BLOCK) -> Tensor:
     r""":math:`\mathrm{op}^{hops} x` (``op`` sparse ``[N, N]``, ``x`` dense ``[N, F]``), ``width`` columns
     of ``x`` at a time: each output entry is the sum one product over all columns forms, with a
-    smaller part of ``x`` read per pass. A sparse ``x`` (at most :data:`SPARSE_DENSITY` non-zero)
-    takes its first hop as a sparse-sparse product, which visits only its stored entries."""
-    if hops > 0 and x.numel() and int(torch.count_nonzero(x)) <= SPARSE_DENSITY * x.numel():
-        first = (_scipy_csr(op) @ sp.csr_matrix(x.numpy())).toarray()
-        return spmm_columns(op, torch.from_numpy(first).to(x.dtype), hops - 1, backend, width)
+    smaller part of ``x`` read per pass. A sparse ``x`` (at most :data:`SPARSE_DENSITY` non-zero, or
+    given as a scipy CSR matrix) takes its hops as sparse-sparse products, which visit only stored
+    entries, for as long as the product stays that sparse; the result is dense, in ``op``'s dtype."""
+    if not sp.issparse(x) and hops > 0:
+        xs = sparse_rows(x)
+        x = x if xs is None else xs
+    if sp.issparse(x):
+        op_sp = _scipy_csr(op) if hops > 0 else None
+        while hops > 0:
+            x = op_sp @ x
+            hops -= 1
+            if x.nnz > SPARSE_DENSITY * x.shape[0] * x.shape[1]:
+                break
+        x = torch.from_numpy(x.toarray()).to(op.dtype)
+    if hops == 0:
+        return x
     if x.size(1) <= width:
         for _ in range(hops):
             x = spmm(op, x, backend)
@@ -59,8 +83,17 @@ def spmm_columns(op: Tensor, x: Tensor, hops: int = 1, backend: str = "auto", wi
     return out
 
 
-def edge_dots(x: Tensor, row: Tensor, col: Tensor) -> Tensor:
-    r""":math:`x_{row_e}^\top x_{col_e}` for every edge ``e``, in ``x``'s dtype.
+def add_sparse_(out: Tensor, x: sp.csr_matrix) -> Tensor:
+    """``out += x`` in place for a dense ``out`` and a scipy CSR ``x`` of the same shape: one addition
+    per stored entry, so the sums equal those of the dense ``out + x.toarray()``."""
+    coo = x.tocoo()
+    idx = (torch.from_numpy(coo.row.astype(np.int64)), torch.from_numpy(coo.col.astype(np.int64)))
+    return out.index_put_(idx, torch.from_numpy(coo.data).to(out.dtype), accumulate=True)
+
+
+def edge_dots(x: Tensor, row: Tensor, col: Tensor, sparse: sp.csr_matrix | None = None) -> Tensor:
+    r""":math:`x_{row_e}^\top x_{col_e}` for every edge ``e``, in ``x``'s dtype (``sparse``: ``x`` as
+    :func:`sparse_rows` returns it, where the caller has it already).
 
     Sparse integer float32 features (at most :data:`SPARSE_DENSITY` non-zero, and
     :math:`\max_i \lVert x_i \rVert^2 < 2^{24}`, which bounds every partial sum by Cauchy-Schwarz)
@@ -69,16 +102,16 @@ def edge_dots(x: Tensor, row: Tensor, col: Tensor) -> Tensor:
     gathered, a chunk of edges at a time (:math:`O(d)` per edge).
     """
     out = torch.empty(row.numel(), dtype=x.dtype)
-    nnz = int(torch.count_nonzero(x)) if x.numel() else 0
-    if row.numel() and x.dtype == torch.float32 and nnz <= SPARSE_DENSITY * x.numel():
-        xs = sp.csr_matrix(x.numpy())
-        norm2 = np.asarray(xs.multiply(xs).sum(1, dtype=np.float64)).ravel()
-        if np.array_equal(xs.data, np.round(xs.data)) and float(norm2.max(initial=0.0)) < _FLOAT32_EXACT:
-            r_np, c_np = row.numpy(), col.numpy()
-            for sl in _edge_slices(row.numel(), int(2 * max(1.0, nnz / max(x.size(0), 1)))):
-                prod = xs[r_np[sl]].multiply(xs[c_np[sl]])
-                out[sl] = torch.from_numpy(np.asarray(prod.sum(1, dtype=np.float64)).ravel()).to(x.dtype)
-            return out
+    if row.numel() and x.dtype == torch.float32:
+        xs = sparse if sparse is not None else sparse_rows(x)
+        if xs is not None:
+            norm2 = np.asarray(xs.multiply(xs).sum(1, dtype=np.float64)).ravel()
+            if np.array_equal(xs.data, np.round(xs.data)) and float(norm2.max(initial=0.0)) < _FLOAT32_EXACT:
+                r_np, c_np = row.numpy(), col.numpy()
+                for sl in _edge_slices(row.numel(), int(2 * max(1.0, xs.nnz / max(x.size(0), 1)))):
+                    prod = xs[r_np[sl]].multiply(xs[c_np[sl]])
+                    out[sl] = torch.from_numpy(np.asarray(prod.sum(1, dtype=np.float64)).ravel()).to(x.dtype)
+                return out
     for sl in _edge_slices(row.numel(), x.size(1)):
         out[sl] = (x[row[sl]] * x[col[sl]]).sum(1)
     return out
@@ -114,7 +147,8 @@ def edge_dot_sqdist(x: Tensor, row: Tensor, col: Tensor, width: int = FEATURE_BL
         raise ValueError("edge_dot_sqdist needs edges sorted by (row, col) without duplicates")
     pattern = to_csr(torch.stack([row, col]), torch.zeros(e, dtype=x.dtype), n)
     dot = torch.sparse.sampled_addmm(pattern, x, x.T, beta=0.0).values().clone()
-    norm2 = x.square().sum(1)
+    step = max(1, (1 << 22) // max(x.size(1), 1))  # rows at a time: no N x d temporary
+    norm2 = torch.cat([x[s:s + step].square().sum(1) for s in range(0, n, step)])
     base = norm2[row] + norm2[col]
     sq = base - 2 * dot
     risky = (sq < guard * base).nonzero().squeeze(1)
@@ -123,4 +157,5 @@ def edge_dot_sqdist(x: Tensor, row: Tensor, col: Tensor, width: int = FEATURE_BL
     return dot, sq.clamp_min_(0.0)
 
 
-__all__ = ["CANCELLATION_GUARD", "FEATURE_BLOCK", "SPARSE_DENSITY", "edge_dot_sqdist", "edge_dots", "spmm_columns"]
+__all__ = ["CANCELLATION_GUARD", "FEATURE_BLOCK", "SPARSE_DENSITY", "add_sparse_", "edge_dot_sqdist", "edge_dots",
+           "sparse_rows", "spmm_columns"]
