@@ -1,4 +1,7 @@
-"""``performance.md`` and the scaling plot from the results of ``benchmarks/perf.py`` (``perf.json``)."""
+"""``performance.md`` and the scaling plot from the results of ``benchmarks/perf.py`` (``perf.json``).
+
+(Over 400 lines: one writer per section of performance.md, in the page's order, so the page is read in one place.)
+"""
 from __future__ import annotations
 
 import json
