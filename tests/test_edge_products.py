@@ -3,7 +3,14 @@ import pytest
 import torch
 
 from omnigraph.ops import simple_undirected, spmm, sym_adjacency
-from omnigraph.ops.edge_products import add_sparse_, edge_dot_sqdist, edge_dots, sparse_rows, spmm_columns
+from omnigraph.ops.edge_products import (
+    SPARSE_DENSITY,
+    add_sparse_,
+    edge_dot_sqdist,
+    edge_dots,
+    sparse_rows,
+    spmm_columns,
+)
 
 
 def _graph(n=60, d=150, seed=0, integer=True, density=0.05):
@@ -27,15 +34,17 @@ def test_spmm_columns_matches_one_product(hops):
     torch.testing.assert_close(got, want, rtol=1e-13, atol=0.0)
 
 
-@pytest.mark.parametrize("density", [0.01, 0.03, 0.08])
-def test_sparse_hops_equal_the_dense_product_bit_for_bit(density):
-    # at 1% the product of two hops stays sparse (both hops sparse-sparse); at 8% the first
-    # product is dense already and the second hop runs on column blocks
+@pytest.mark.parametrize("density,sparse_hops", [(0.002, 2), (0.03, 1), (0.08, 1)])
+def test_sparse_hops_equal_the_dense_product_bit_for_bit(density, sparse_hops):
+    # at 0.2% the first product stays sparse, so both hops are sparse-sparse; from 3% on the first
+    # product is dense and the second hop runs on column blocks
     ei, x = _graph(n=200, d=300, density=density, integer=False)
     a = sym_adjacency(ei, x.size(0), self_loops=True, simple=True).to(torch.float64)
     x64 = x.double()
     xs = sparse_rows(x)
     assert xs is not None and xs.nnz == int(torch.count_nonzero(x))
+    first = int(torch.count_nonzero(spmm(a, x64))) / x.numel()
+    assert (first <= SPARSE_DENSITY) == (sparse_hops == 2)  # the route this case is meant to take
     for hops in (1, 2):
         want = x64
         for _ in range(hops):
