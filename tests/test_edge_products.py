@@ -49,7 +49,7 @@ def test_sparse_hops_equal_the_dense_product_bit_for_bit(density, sparse_hops):
         want = x64
         for _ in range(hops):
             want = spmm(a, want)
-        for given in (xs, x64):  # the CSR form, or the dense tensor that is detected as sparse
+        for given in (xs, x64):  # the CSR form (sparse hops), or the dense tensor (column blocks)
             got = spmm_columns(a, given, hops, width=16)
             assert got.dtype == torch.float64 and torch.equal(got, want)
     assert torch.equal(spmm_columns(a, xs, 0), x64)

@@ -28,10 +28,12 @@ SPARSE_DENSITY = 0.1
 CANCELLATION_GUARD = 1e-2
 
 
-def _edge_slices(num_edges: int, width: int, budget: int = 1 << 22):
+def _slices(count: int, width: int, budget: int = 1 << 22):
+    """Consecutive slices of ``count`` edges or rows such that one ``[slice, width]`` block holds at
+    most ``budget`` values."""
     step = max(1, budget // max(width, 1))
-    for s in range(0, num_edges, step):
-        yield slice(s, min(s + step, num_edges))
+    for s in range(0, count, step):
+        yield slice(s, min(s + step, count))
 
 
 def _scipy_csr(op: Tensor) -> sp.csr_matrix:
@@ -54,12 +56,10 @@ def spmm_columns(op: Tensor, x: Tensor | sp.csr_matrix, hops: int = 1, backend: 
                  width: int = FEATURE_BLOCK) -> Tensor:
     r""":math:`\mathrm{op}^{hops} x` (``op`` sparse ``[N, N]``, ``x`` dense ``[N, F]``), ``width`` columns
     of ``x`` at a time: each output entry is the sum one product over all columns forms, with a
-    smaller part of ``x`` read per pass. A sparse ``x`` (at most :data:`SPARSE_DENSITY` non-zero, or
-    given as a scipy CSR matrix) takes its hops as sparse-sparse products, which visit only stored
-    entries, for as long as the product stays that sparse; the result is dense, in ``op``'s dtype."""
-    if not sp.issparse(x) and hops > 0:
-        xs = sparse_rows(x)
-        x = x if xs is None else xs
+    smaller part of ``x`` read per pass. An ``x`` given as a scipy CSR matrix (e.g. from
+    :func:`sparse_rows`) takes its hops as sparse-sparse products, which visit only stored entries,
+    for as long as the product stays at most :data:`SPARSE_DENSITY` non-zero; the result is dense,
+    in ``op``'s dtype."""
     if sp.issparse(x):
         op_sp = _scipy_csr(op) if hops > 0 else None
         while hops > 0:
@@ -108,11 +108,11 @@ def edge_dots(x: Tensor, row: Tensor, col: Tensor, sparse: sp.csr_matrix | None 
             norm2 = np.asarray(xs.multiply(xs).sum(1, dtype=np.float64)).ravel()
             if np.array_equal(xs.data, np.round(xs.data)) and float(norm2.max(initial=0.0)) < _FLOAT32_EXACT:
                 r_np, c_np = row.numpy(), col.numpy()
-                for sl in _edge_slices(row.numel(), int(2 * max(1.0, xs.nnz / max(x.size(0), 1)))):
+                for sl in _slices(row.numel(), int(2 * max(1.0, xs.nnz / max(x.size(0), 1)))):
                     prod = xs[r_np[sl]].multiply(xs[c_np[sl]])
                     out[sl] = torch.from_numpy(np.asarray(prod.sum(1, dtype=np.float64)).ravel()).to(x.dtype)
                 return out
-    for sl in _edge_slices(row.numel(), x.size(1)):
+    for sl in _slices(row.numel(), x.size(1)):
         out[sl] = (x[row[sl]] * x[col[sl]]).sum(1)
     return out
 
@@ -121,7 +121,7 @@ def _blocked_sqdist(x: Tensor, row: Tensor, col: Tensor, width: int) -> Tensor:
     sq = torch.zeros(row.numel(), dtype=x.dtype)
     for s in range(0, x.size(1), width):
         block = x[:, s:s + width].contiguous()
-        for sl in _edge_slices(row.numel(), 2 * block.size(1)):
+        for sl in _slices(row.numel(), 2 * block.size(1)):
             sq[sl] += (block[row[sl]] - block[col[sl]]).square_().sum(1)
     return sq
 
@@ -147,8 +147,8 @@ def edge_dot_sqdist(x: Tensor, row: Tensor, col: Tensor, width: int = FEATURE_BL
         raise ValueError("edge_dot_sqdist needs edges sorted by (row, col) without duplicates")
     pattern = to_csr(torch.stack([row, col]), torch.zeros(e, dtype=x.dtype), n)
     dot = torch.sparse.sampled_addmm(pattern, x, x.T, beta=0.0).values().clone()
-    step = max(1, (1 << 22) // max(x.size(1), 1))  # rows at a time: no N x d temporary
-    norm2 = torch.cat([x[s:s + step].square().sum(1) for s in range(0, n, step)])
+    # rows a block at a time: no N x d temporary
+    norm2 = torch.cat([x[sl].square().sum(1) for sl in _slices(n, x.size(1))])
     base = norm2[row] + norm2[col]
     sq = base - 2 * dot
     risky = (sq < guard * base).nonzero().squeeze(1)
