@@ -21,11 +21,13 @@ from torch_geometric.nn.models import GCN, MLP
 from omnigraph._cache import GraphCache
 from omnigraph.estimators.node_classifier import NodeClassifierMixin
 from omnigraph.ops import simple_undirected
-from omnigraph.validation import check_class_ids, check_graph, check_node_labels, not_fitted
+from omnigraph.validation import check_class_ids, check_graph, check_node_labels
 
 
 class SupervisedBaseline(NodeClassifierMixin, BaseEstimator):
     """``kind="mlp"`` or ``"gcn"`` trained on ``data.train_mask``, selected on ``data.val_mask``."""
+
+    _fitted_attribute = "model_"
 
     def __init__(self, kind: str = "gcn", hidden: int = 64, num_layers: int = 2, dropout: float = 0.5,
                  lr: float = 0.01, weight_decay: float = 5e-4, max_epochs: int = 500, patience: int = 100,
@@ -86,10 +88,6 @@ class SupervisedBaseline(NodeClassifierMixin, BaseEstimator):
         self.model_.eval()
         self.val_accuracy_ = best
         return self
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "model_"):
-            raise not_fitted(type(self).__name__)
 
     @torch.no_grad()
     def predict_proba(self, data) -> Tensor:

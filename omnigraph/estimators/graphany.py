@@ -35,7 +35,6 @@ from omnigraph.validation import (
     check_graph,
     check_mask,
     check_train_classes,
-    not_fitted,
 )
 
 TRANSFORM_OUTPUTS = ("logits", "attention", "channels", "distance")
@@ -73,6 +72,8 @@ class GraphAny(NodeClassifierMixin, BaseEstimator):
     must hold at least two classes; ``val_mask`` / ``test_mask``, when present, must not overlap
     it. :meth:`score` warns about evaluation classes that no training node has.
     """
+
+    _fitted_attribute = "channel_weights_"
 
     def __init__(self, model: GraphAnyModel | None = None, *, entropy: float | None = None,
                  num_classes: int | None = None, seed: int = 0, chunk_size: int | None = None):
@@ -176,10 +177,6 @@ class GraphAny(NodeClassifierMixin, BaseEstimator):
         return self
 
     # -- inference -------------------------------------------------------------------------------
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "channel_weights_"):
-            raise not_fitted("GraphAny")
-
     @torch.no_grad()
     def _compute(self, data, features=None) -> dict:
         """Channel logits, distances, fused logits and attention for every node of ``data``."""

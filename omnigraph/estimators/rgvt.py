@@ -56,7 +56,7 @@ from omnigraph.estimators.rgvt_adapt import (
 from omnigraph.models.rgvt import RGVTEncoder
 from omnigraph.models.rgvt_head import HEAD_KINDS
 from omnigraph.ops import PermutedRows, invert_permutation, locality_order, resolve_reorder
-from omnigraph.validation import check_graph, not_fitted
+from omnigraph.validation import check_graph
 
 
 class RGVT(NodeClassifierMixin, BaseEstimator):
@@ -105,6 +105,8 @@ class RGVT(NodeClassifierMixin, BaseEstimator):
     #: one encoder pass per block: memory for time, as scikit-learn's ``working_memory`` (whose
     #: default, 1 GiB, this is)
     predict_block_bytes: int = 1 << 30
+
+    _fitted_attribute = "head_"
 
     def __init__(self, encoder: RGVTEncoder | None = None, *, protocol: str = "fast", head: str = "mlp",
                  hidden_channels: int = 128, depths: Sequence[int] = tuple(range(1, 9)), lr: float = 5e-3,
@@ -270,10 +272,6 @@ class RGVT(NodeClassifierMixin, BaseEstimator):
         return targets
 
     # ------------------------------------------------------------------ inference
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "head_"):
-            raise not_fitted("RGVT estimator")
-
     def transform(self, data, depth: int | None = None) -> Tensor:
         r"""The representation :math:`\Psi^L(X)` ``[N, F]`` at ``depth`` (default: the fitted ``depth_``)."""
         if depth is None:
