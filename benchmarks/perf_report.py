@@ -369,6 +369,9 @@ def write_report(results: dict, out: Path) -> None:
             steps = fit["time_exponent_by_decade"]
             lines.append(f"| {model} | **{fit['time_exponent']:.2f}** | {', '.join(f'{v:.2f}' for v in steps)} | "
                          f"{fit['memory_exponent']:.2f} |")
+        from omnigraph.models.rgvt import RGVTEncoder
+
+        widest = results["scaling"]["rows"][-1].get("spmm", {}).get("columns", "?")   # chunk width at 10^6 nodes
         lines += ["", ("Exponents: least-squares slope of log(seconds) or log(peak RSS increase) against "
                   "log(directed edges), for reference: on a random graph the cost per entry must rise once the gathers leave the caches, so the yardstick is the roofline section below, not an exponent. Seconds are the median of repeats while they total under "
                   "1 s (at most 5), so that one-off costs do not dominate the smallest graphs; larger graphs run "
@@ -378,15 +381,15 @@ def write_report(results: dict, out: Path) -> None:
                   "repeat). RGVT is steepest where the graph and its features stop fitting in the CPU caches "
                   "(here 1 MiB of L2 per core, 32 MiB of L3) and the random gathers of its sparse products start "
                   f"waiting on main memory. Column blocking keeps the gathers in cache from {blocked_from} nodes "
-                  "on, but at 10^6 nodes the chunks are only 6 of the 64 columns wide (the views are capped at "
-                  "`RGVTEncoder.chunk_floats`, 128 MB, the memory bound of the first section), and narrow products "
-                  "cost more per column."), ""]
+                  f"on, but at 10^6 nodes the chunks are only {widest} of the 64 columns wide (the views are capped "
+                  "at `RGVTEncoder.chunk_floats`, 128 MB, the memory bound of the first section, with at least "
+                  "`min_chunk_columns`), and narrow products cost more per column."), ""]
         costs = [r for r in results["scaling"]["rows"] if "ns_per_entry_column" in r.get("spmm", {})]
         if costs:
             lines += [("Where the exponent comes from: one of RGVT's sparse products (A_rw times the chunk) per stored "
                       "entry and feature column, in nanoseconds, on the chunk width RGVT uses for each graph (median "
-                      "of repeats). `torch.sparse.mm` on the CSR operator; the same product in column blocks of 4 "
-                      "MiB of gathered rows, at every size; `F.embedding_bag`, FBGEMM's gather-and-sum kernel, on "
+                      "of repeats). `torch.sparse.mm` on the CSR operator; the same product in column blocks of "
+                      f"{RGVTEncoder.block_bytes >> 20} MiB of gathered rows, at every size; `F.embedding_bag`, FBGEMM's gather-and-sum kernel, on "
                       "the same CSR arrays (results equal up to rounding)."), "",
                       "| directed edges | nodes | columns | CSR | CSR in column blocks | embedding_bag |",
                       "|---:|---:|---:|---:|---:|---:|"]
