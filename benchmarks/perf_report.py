@@ -369,8 +369,6 @@ def write_report(results: dict, out: Path) -> None:
             steps = fit["time_exponent_by_decade"]
             lines.append(f"| {model} | **{fit['time_exponent']:.2f}** | {', '.join(f'{v:.2f}' for v in steps)} | "
                          f"{fit['memory_exponent']:.2f} |")
-        from omnigraph.models.rgvt import RGVTEncoder
-
         widest = results["scaling"]["rows"][-1].get("spmm", {}).get("columns", "?")   # chunk width at 10^6 nodes
         lines += ["", ("Exponents: least-squares slope of log(seconds) or log(peak RSS increase) against "
                   "log(directed edges), for reference: on a random graph the cost per entry must rise once the gathers leave the caches, so the yardstick is the roofline section below, not an exponent. Seconds are the median of repeats while they total under "
