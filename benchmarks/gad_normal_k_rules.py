@@ -18,7 +18,7 @@ from sklearn.metrics import roc_auc_score
 from omnigraph import REFIGAD
 from omnigraph.benchmark.gad import PROTOCOLS, load_gad
 from omnigraph.estimators.detector import sample_support
-from omnigraph.estimators.refi_gad import ranked
+from omnigraph.models.fingerprint import ranked
 
 RULES = ("shipped", "plus least atypical as normals", "atypical from the labelled normals")
 

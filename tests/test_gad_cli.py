@@ -89,9 +89,10 @@ def test_detect_include_support_and_errors(data_root, tmp_path):
 def test_pretrain_cli_checkpoint_path_and_smoke_benchmark(data_root, tmp_path):
     run = tmp_path / "run"
     assert main(["pretrain", "refi-gad", "--sources", "gad/citeseer", "--epochs", "1", "--episodes-per-graph", "2",
-                 "--shots", "10", "--seed", "0", "--out", str(run), "--quiet"]) == 0
+                 "--shots", "10", "--seed", "0", "--out", str(run), "--quiet", "--support-episodes", "mixed"]) == 0
     cfg = json.loads((run / "model" / "config.json").read_text())
     assert cfg["model_type"] == "refi-gad" and cfg["card"]["sources"] == ["gad/citeseer"]
+    assert cfg["card"]["support_episodes"] == "mixed"
     assert cfg["card"]["seed"] == 0 and "pretrain refi-gad" in cfg["card"]["command"]
 
     out = tmp_path / "bench"

@@ -55,9 +55,11 @@ def test_graphany_pretrains_above_2_16_nodes_on_cpu(big_nc_graph):
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
-def test_refi_gad_pretrains_above_2_16_nodes_on_cpu(big_gad_graph):
-    model = pretrain_refi_gad(big_gad_graph, epochs=1, episodes_per_graph=2, shots=10, num_query_normal=50,
-                              num_query_anomaly=10, d_model=16, num_layers=1, ff_dim=32, progress_bar=False)
+@pytest.mark.parametrize("support_episodes", ["labelled", "mixed"])
+def test_refi_gad_pretrains_above_2_16_nodes_on_cpu(big_gad_graph, support_episodes):
+    model = pretrain_refi_gad(big_gad_graph, epochs=1, episodes_per_graph=3, shots=10, num_query_normal=50,
+                              num_query_anomaly=10, d_model=16, num_layers=1, ff_dim=32, progress_bar=False,
+                              support_episodes=support_episodes)
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
 

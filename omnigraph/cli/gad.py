@@ -8,7 +8,7 @@ from pathlib import Path
 
 from omnigraph.cli._common import add_trainer_args, is_global_zero, trainer_kwargs
 from omnigraph.cli._io import add_graph_args, emit
-from omnigraph.training.config import ARCPretrainConfig, REFIGADPretrainConfig
+from omnigraph.training.config import SUPPORT_EPISODES, ARCPretrainConfig, REFIGADPretrainConfig
 
 
 def _ints(spec: str) -> list[int]:
@@ -165,7 +165,7 @@ def cmd_pretrain(args) -> int:
     graphs = [load_gad(s) for s in sources]
     trainer = trainer_kwargs(args)
     start = time.perf_counter()
-    flags = ("epochs", "episodes_per_graph", "shots")   # the config fields the command line sets
+    flags = ("epochs", "episodes_per_graph", "shots", "support_episodes")   # the config fields the command line sets
     overrides = {k: getattr(args, k) for k in flags if getattr(args, k, None) is not None}
     if args.model == "refi-gad":
         from omnigraph.training.refi_gad import pretrain_refi_gad
@@ -253,6 +253,9 @@ def register(parsers) -> None:
                            help=f"episodes per graph per epoch ({defaults.episodes_per_graph})")
             q.add_argument("--shots", type=int, default=None,
                            help=f"support size per class in episodes ({defaults.shots})")
+            q.add_argument("--support-episodes", default=None, choices=sorted(SUPPORT_EPISODES),
+                           help=f"episode supports ({defaults.support_episodes}: labelled; normal-k, zero-shot, "
+                                "mixed: the pseudo-supports of the regimes without labelled anomalies)")
         q.add_argument("--seed", type=int, default=0)
         add_trainer_args(q, name, devices=1, accelerator="cpu")
         q.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from omnigraph.estimators.detector import GeneralistDetector
-from omnigraph.models.fingerprint import COLUMNS, column_index, graph_fingerprint
+from omnigraph.models.fingerprint import COLUMNS, atypicality, column_index, graph_fingerprint
 
 
 class FingerprintDetector(GeneralistDetector):
@@ -97,7 +97,7 @@ class FingerprintDetector(GeneralistDetector):
         p = self.fingerprint(data)
         if self.column is None:
             if not support_normal.numel() and not support_anomaly.numel():
-                return (p - 50.0).abs().sum(1)      # zero-shot: distance from the median rank (atypicality)
+                return atypicality(p)               # zero-shot: distance from the median rank
             unit = F.normalize(p, dim=1)
             score = torch.zeros(p.size(0), dtype=p.dtype)
             if support_normal.numel():

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from omnigraph.estimators.detector import GeneralistDetector, load_sources
-from omnigraph.models.fingerprint import graph_fingerprint
+from omnigraph.models.fingerprint import atypicality, graph_fingerprint, pseudo_support_size, ranked
 from omnigraph.models.refi_gad import REFIGADNet
 from omnigraph.training.config import REFIGADPretrainConfig
 
@@ -64,6 +64,9 @@ class REFIGAD(GeneralistDetector):
             :math:`\\sum_c |r_{ic} - 50|`, the distance of a node's ranked fingerprint from the median
             rank (``None``: :math:`\\mathrm{clip}(N/50, 20, 100)`); ``pseudo_rounds`` rounds then redraw
             them from REFI-GAD's own scores (0: none; measured no gain, see the anomaly-detection page).
+        support_episodes, pseudo_shots_normal: the supports of ``fit``'s pretraining episodes:
+            ``"labelled"`` (the release) or episodes built like those pseudo-supports (``"normal-k"``,
+            ``"zero-shot"``, ``"mixed"``; see :class:`~omnigraph.training.config.REFIGADPretrainConfig`).
     """
 
     uses_normal = True
@@ -83,7 +86,8 @@ class REFIGAD(GeneralistDetector):
                  row_normalize: bool | None = None, self_loops: bool | None = None,
                  devices: int | str | list = 1, strategy: str = "auto", accelerator: str = "cpu",
                  out_dir: str | os.PathLike | None = None, model: REFIGADNet | None = None,
-                 pseudo_k: int | None = None, pseudo_rounds: int = 0):
+                 pseudo_k: int | None = None, pseudo_rounds: int = 0,
+                 support_episodes: str = _CFG.support_episodes, pseudo_shots_normal: int = _CFG.pseudo_shots_normal):
         super().__init__(contamination=contamination, seed=seed, verbose=verbose)
         self.device = device
         self.epochs, self.episodes_per_graph, self.shots = epochs, episodes_per_graph, shots
@@ -98,6 +102,7 @@ class REFIGAD(GeneralistDetector):
         self.devices, self.strategy, self.accelerator, self.out_dir = devices, strategy, accelerator, out_dir
         self.model = model
         self.pseudo_k, self.pseudo_rounds = pseudo_k, pseudo_rounds
+        self.support_episodes, self.pseudo_shots_normal = support_episodes, pseudo_shots_normal
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -163,12 +168,12 @@ class REFIGAD(GeneralistDetector):
             return score_with(support_normal, support_anomaly)
         # a support set is missing: fill it from the target itself (never from labels)
         n = data.num_nodes
-        k = self.pseudo_k if self.pseudo_k is not None else int(min(100, max(20, round(n / 50))))
+        k = self.pseudo_k if self.pseudo_k is not None else pseudo_support_size(n)
         labelled = torch.cat([support_normal, support_anomaly])
         free = torch.ones(n, dtype=torch.bool)
         free[labelled] = False
         k = max(1, min(k, int(free.sum()) // 2))
-        key = (p.cpu() - 50.0).abs().sum(1)       # atypicality: distance from the median rank
+        key = atypicality(p.cpu())
         sn, sa = support_normal, support_anomaly
         for _ in range(int(self.pseudo_rounds) + 1):
             order = ranked(key, p.cpu())
@@ -180,16 +185,6 @@ class REFIGAD(GeneralistDetector):
         self.pseudo_support_normal_ = sn if not support_normal.numel() else sn[:0]
         self.pseudo_support_anomaly_ = sa if not support_anomaly.numel() else sa[:0]
         return score
-
-
-def ranked(key: Tensor, p: Tensor) -> Tensor:
-    """Node ids by ascending ``key``, ties broken by the fingerprint rows ``p`` (lexicographically), not by
-    node id: nodes that tie on both are interchangeable for the scorer, so the pick does not depend on the
-    node numbering."""
-    import numpy as np
-
-    cols = [p[:, c].numpy() for c in reversed(range(p.size(1)))]
-    return torch.from_numpy(np.lexsort((*cols, key.double().numpy()))).long()
 
 
 __all__ = ["REFIGAD"]

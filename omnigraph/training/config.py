@@ -39,6 +39,11 @@ class _Config:
         return dataclasses.replace(self, **overrides)
 
 
+#: REFI-GAD's episode kinds for each ``support_episodes`` setting, in the order they alternate
+SUPPORT_EPISODES = {"labelled": ("labelled",), "normal-k": ("normal-k",), "zero-shot": ("zero-shot",),
+                    "mixed": ("normal-k", "zero-shot", "labelled")}
+
+
 @dataclass(frozen=True)
 class REFIGADPretrainConfig(_Config):
     """REFI-GAD pretraining (defaults: the values in effect in the released ``main.py``, spec §5.7).
@@ -50,6 +55,14 @@ class REFIGADPretrainConfig(_Config):
         lr, weight_decay: Adam.
         pos_weight: weight of the anomalous class in the BCE loss.
         legacy_logit_bce: the release's BCE on logits instead of on the clamped scores.
+        support_episodes: the supports an episode gives the scorer. ``"labelled"`` (the release):
+            ``shots`` labelled normals and anomalies. ``"normal-k"``: ``pseudo_shots_normal``
+            labelled normals and, as anomalous support, the most atypical other nodes, as the
+            estimator does when only normals are labelled. ``"zero-shot"``: the least and the most
+            atypical nodes, as without labels. ``"mixed"``: the three in turn. Queries keep their
+            true labels. Pseudo-supports are
+            :func:`~omnigraph.models.fingerprint.pseudo_support_size` nodes per class.
+        pseudo_shots_normal: labelled normals of a ``"normal-k"`` episode.
         d_model, num_heads, num_layers, ff_dim, dropout, temperature: a fresh
             :class:`~omnigraph.models.refi_gad.REFIGADNet`.
     """
@@ -63,6 +76,8 @@ class REFIGADPretrainConfig(_Config):
     weight_decay: float = 5e-5
     pos_weight: float = 4.0
     legacy_logit_bce: bool = False
+    support_episodes: str = "labelled"
+    pseudo_shots_normal: int = 10
     d_model: int = 64
     num_heads: int = 4
     num_layers: int = 4
@@ -71,8 +86,11 @@ class REFIGADPretrainConfig(_Config):
     temperature: float = 0.07
 
     def __post_init__(self):
-        for name in ("epochs", "episodes_per_graph", "shots"):
+        for name in ("epochs", "episodes_per_graph", "shots", "pseudo_shots_normal"):
             _positive_int(name, getattr(self, name))
+        if self.support_episodes not in SUPPORT_EPISODES:
+            raise ValueError(f"support_episodes must be one of {sorted(SUPPORT_EPISODES)}, got "
+                             f"{self.support_episodes!r}")
         if self.num_query_normal < 1 or self.num_query_anomaly < 0:
             raise ValueError("num_query_normal must be >= 1 and num_query_anomaly >= 0")
 
@@ -120,4 +138,4 @@ class ARCPretrainConfig(_Config):
                 "num_hops": self.num_hops, "act": self.act, "dropout": self.dropout}
 
 
-__all__ = ["ARCPretrainConfig", "REFIGADPretrainConfig"]
+__all__ = ["SUPPORT_EPISODES", "ARCPretrainConfig", "REFIGADPretrainConfig"]

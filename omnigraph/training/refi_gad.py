@@ -10,6 +10,10 @@ Adam step per episode. One episode on a graph:
    anomalous queries, shuffled;
 4. loss :meth:`REFIGADNet.loss` (weighted BCE on :math:`\tilde y`, ``pos_weight`` 4).
 
+That is the release's ``support_episodes="labelled"``; ``"normal-k"``, ``"zero-shot"`` and ``"mixed"``
+give the scorer the pseudo-supports it gets at test time in the regimes without labelled anomalies
+(:func:`sample_pseudo_episode`).
+
 Episode ``i`` of epoch ``e`` is drawn from a generator seeded by ``(seed, e, i)`` and the model
 initialisation and dropout by ``seed``: the same seed gives the same model on CPU.
 """
@@ -24,9 +28,10 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from omnigraph.models.fingerprint import atypicality, pseudo_support_size, ranked
 from omnigraph.models.refi_gad import REFIGADNet
 from omnigraph.training._trainer import fit_lightning, resolve_resume, source_names
-from omnigraph.training.config import REFIGADPretrainConfig
+from omnigraph.training.config import SUPPORT_EPISODES, REFIGADPretrainConfig
 from omnigraph.training.episodes import LOSS_CHECKPOINT, episode_generator
 
 
@@ -60,17 +65,60 @@ def sample_episode(y: Tensor, shots: int, num_query_normal: int, num_query_anoma
     return s_n, s_a, query, y[query]
 
 
+def sample_pseudo_episode(y: Tensor, order: Tensor, kind: str, shots_normal: int, num_query_normal: int,
+                          num_query_anomaly: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """An episode with the supports a label-poor regime gives the scorer at test time.
+
+    ``order``: the graph's nodes by ascending atypicality (:func:`~omnigraph.models.fingerprint.ranked`).
+    ``kind="normal-k"``: ``shots_normal`` labelled normals, and the
+    :func:`~omnigraph.models.fingerprint.pseudo_support_size` most atypical other nodes as the
+    anomalous support; ``"zero-shot"``: that many least and most atypical nodes. Queries: up to
+    ``num_query_normal`` normal and ``num_query_anomaly`` anomalous other nodes (true labels), shuffled.
+    """
+    y = y.flatten()
+    k = max(1, min(pseudo_support_size(y.numel()), (y.numel() - shots_normal) // 3))   # room for queries
+    used = torch.zeros(y.numel(), dtype=torch.bool)
+    if kind == "normal-k":
+        normals = (y == 0).nonzero().flatten()
+        if normals.numel() <= shots_normal:
+            raise ValueError(f"a source graph has {normals.numel()} normal nodes; a normal-k episode needs more "
+                             f"than pseudo_shots_normal={shots_normal}")
+        s_n = normals[torch.randperm(normals.numel(), generator=generator)[:shots_normal]]
+        used[s_n] = True
+        free = order[~used[order]]
+    elif kind == "zero-shot":
+        free = order
+        s_n = free[:k]
+    else:
+        raise ValueError(f"unknown pseudo-episode kind {kind!r}; use 'normal-k' or 'zero-shot'")
+    s_a = free[-k:]
+    used[s_n] = True
+    used[s_a] = True
+    rest = (~used).nonzero().flatten()
+    rest = rest[torch.randperm(rest.numel(), generator=generator)]
+    query = torch.cat([rest[y[rest] == 0][:num_query_normal], rest[y[rest] == 1][:num_query_anomaly]])
+    query = query[torch.randperm(query.numel(), generator=generator)]
+    return s_n, s_a, query, y[query]
+
+
 class EpisodeDataset(Dataset):
     """``len = #graphs x episodes_per_graph`` episodes, graph-major (graph 0's episodes first).
 
-    Items are ``(p_normal [k,5], p_anomaly [k,5], p_query [b,5], y_query [b])``; call
+    ``support_episodes`` (see :class:`~omnigraph.training.config.REFIGADPretrainConfig`) picks the
+    episode kinds, which alternate with the episode index. Items are
+    ``(p_normal [k,5], p_anomaly [k,5], p_query [b,5], y_query [b])``; call
     :meth:`set_epoch` before each epoch (the LightningModule does) to redraw them.
     """
 
     def __init__(self, fingerprints: Sequence[Tensor], labels: Sequence[Tensor], episodes_per_graph: int = 20,
-                 shots: int = 50, num_query_normal: int = 500, num_query_anomaly: int = 50, seed: int = 0):
+                 shots: int = 50, num_query_normal: int = 500, num_query_anomaly: int = 50, seed: int = 0,
+                 support_episodes: str = "labelled", pseudo_shots_normal: int = 10):
         if len(fingerprints) != len(labels) or not fingerprints:
             raise ValueError("need one label vector per fingerprint, and at least one source graph")
+        if support_episodes not in SUPPORT_EPISODES:
+            raise ValueError(f"support_episodes must be one of {sorted(SUPPORT_EPISODES)}, got {support_episodes!r}")
+        self.kinds, self.pseudo_shots_normal = SUPPORT_EPISODES[support_episodes], int(pseudo_shots_normal)
+        self._orders: list[Tensor | None] = [None] * len(fingerprints)   # nodes by atypicality, per graph
         self.fingerprints, self.labels = list(fingerprints), [y.flatten().long() for y in labels]
         self.episodes_per_graph, self.shots = int(episodes_per_graph), int(shots)
         self.num_query_normal, self.num_query_anomaly = int(num_query_normal), int(num_query_anomaly)
@@ -85,9 +133,21 @@ class EpisodeDataset(Dataset):
     def __getitem__(self, index: int):
         g = index // self.episodes_per_graph
         p, y = self.fingerprints[g], self.labels[g]
-        s_n, s_a, q, y_q = sample_episode(y, self.shots, self.num_query_normal, self.num_query_anomaly,
-                                          episode_generator(self.seed, self.epoch, index))
+        generator = episode_generator(self.seed, self.epoch, index)
+        kind = self.kinds[index % len(self.kinds)]
+        if kind == "labelled":
+            s_n, s_a, q, y_q = sample_episode(y, self.shots, self.num_query_normal, self.num_query_anomaly,
+                                              generator)
+        else:
+            s_n, s_a, q, y_q = sample_pseudo_episode(y, self._order(g), kind, self.pseudo_shots_normal,
+                                                     self.num_query_normal, self.num_query_anomaly, generator)
         return p[s_n], p[s_a], p[q], y_q
+
+    def _order(self, g: int) -> Tensor:
+        if self._orders[g] is None:
+            p = self.fingerprints[g]
+            self._orders[g] = ranked(atypicality(p), p)
+        return self._orders[g]
 
 
 class EpisodeDataModule(L.LightningDataModule):
@@ -195,7 +255,7 @@ def pretrain_refi_gad(graphs, config: REFIGADPretrainConfig | None = None, *, se
     else:
         fps, labels = source_fingerprints(graphs, model.fingerprint, row_normalize, self_loops, label)
     dataset = EpisodeDataset(fps, labels, config.episodes_per_graph, config.shots, config.num_query_normal,
-                             config.num_query_anomaly, seed)
+                             config.num_query_anomaly, seed, config.support_episodes, config.pseudo_shots_normal)
     module = REFIGADPretrainModule(model, config.lr, config.weight_decay, config.pos_weight, config.legacy_logit_bce)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # dropout (a resumed run restores the RNG state from its checkpoint)
@@ -208,7 +268,7 @@ def pretrain_refi_gad(graphs, config: REFIGADPretrainConfig | None = None, *, se
         model.save_pretrained(Path(out_dir) / "model", card={
             "method": "REFI-GAD (Liu et al., ICML 2026)", "epochs": int(config.epochs), "seed": seed,
             "episodes_per_graph": config.episodes_per_graph, "shots": config.shots, "lr": config.lr,
-            "weight_decay": config.weight_decay,
+            "weight_decay": config.weight_decay, "support_episodes": config.support_episodes,
             "num_sources": len(fps), **({"sources": names} if names else {}), **(card or {})})
     return model
 
@@ -219,5 +279,6 @@ __all__ = [
     "REFIGADPretrainModule",
     "pretrain_refi_gad",
     "sample_episode",
+    "sample_pseudo_episode",
     "source_fingerprints",
 ]
