@@ -10,7 +10,8 @@ give it: ``normal-k``: 10 labelled normals and the pseudo-anomalies; ``zero-shot
 control: today's fingerprints, the shipped schedule). Queries keep their true labels. Then both
 scorers are evaluated on the reduced-v1 targets with the estimator's own rule: ``normal-10`` (benchmark
 supports, seeds 0-4, supports excluded), ``zero-shot`` (every node) and ``normal+anomaly-k`` (the
-benchmark's k, seeds 0-4, supports excluded). Prints AUROC (%) per target and the means. 1 torch thread.
+benchmark's k, seeds 0-4, supports excluded). Prints AUROC and AUPRC (%) per target and the means.
+1 torch thread.
 
     python benchmarks/gad_pseudo_trained.py --episodes mixed --epochs 50 --seed 0
 """
@@ -21,10 +22,10 @@ import time
 
 import numpy as np
 import torch
-from sklearn.metrics import roc_auc_score
 
 from omnigraph import REFIGAD
 from omnigraph.benchmark.gad import PROTOCOLS, load_gad, regime_shots
+from omnigraph.benchmark.gad_metrics import metrics, support_mask
 from omnigraph.estimators.detector import sample_support
 from omnigraph.models.refi_gad import REFIGADNet
 from omnigraph.training.config import SUPPORT_EPISODES
@@ -39,31 +40,27 @@ def pretrain(support_episodes: str, epochs: int, seed: int = 0) -> REFIGADNet:
                              support_episodes=support_episodes)
 
 
-def excluded_auroc(det: REFIGAD, data, regime: str) -> float:
-    """AUROC (%) in ``regime`` with the benchmark's supports, mean over seeds 0-4, supports excluded."""
+def regime_metrics(det: REFIGAD, data, regime: str) -> tuple[float, float]:
+    """(AUROC, AUPRC) in percent in ``regime``: the benchmark's supports, mean over seeds 0-4, supports
+    excluded; ``zero-shot``: one deterministic call, every node evaluated."""
+    if regime == "zero-shot":
+        return tuple(100 * v for v in metrics(data.y, det.decision_function(data)))
     values = []
     for seed in range(5):
         sn, sa = sample_support(data.y, *regime_shots(regime, data.y), seed)
-        keep = torch.ones(data.num_nodes, dtype=torch.bool)
-        keep[torch.cat([sn, sa])] = False
         s = det.decision_function(data, support_normal=sn, support_anomaly=sa if sa.numel() else None)
-        values.append(100 * roc_auc_score(data.y[keep].numpy(), s[keep].numpy()))
-    return float(np.mean(values))
+        values.append(metrics(data.y, s, support_mask(data.num_nodes, sn, sa)))
+    return tuple(100 * v for v in np.mean(values, axis=0))
 
 
 def evaluate(detectors: dict[str, REFIGAD]) -> None:
     rows = {}
     for target in PROTOCOLS["reduced-v1"]["targets"]:
         data = load_gad(target)
-        row = []
-        for det in detectors.values():
-            row += [excluded_auroc(det, data, "normal-10"),
-                    100 * roc_auc_score(data.y.numpy(), det.decision_function(data).numpy()),
-                    excluded_auroc(det, data, "normal+anomaly-k")]
-        rows[target] = row
-        print(f"{target:18s} " + " ".join(f"{v:6.2f}" for v in row), flush=True)
+        rows[target] = [v for det in detectors.values() for regime in REGIMES for v in regime_metrics(det, data, regime)]
+        print(f"{target:18s} " + " ".join(f"{v:6.2f}" for v in rows[target]), flush=True)
     means = np.mean(list(rows.values()), axis=0)
-    cols = [f"{name} {regime}" for name in detectors for regime in REGIMES]
+    cols = [f"{name} {regime} {m}" for name in detectors for regime in REGIMES for m in ("AUROC", "AUPRC")]
     print("mean: " + ", ".join(f"{c} {v:.2f}" for c, v in zip(cols, means)))
 
 

@@ -94,6 +94,7 @@ def test_pretrain_cli_checkpoint_path_and_smoke_benchmark(data_root, tmp_path):
     assert cfg["model_type"] == "refi-gad" and cfg["card"]["sources"] == ["gad/citeseer"]
     assert cfg["card"]["support_episodes"] == "mixed"
     assert cfg["card"]["seed"] == 0 and "pretrain refi-gad" in cfg["card"]["command"]
+    assert "--support-episodes mixed" in cfg["card"]["command"]      # the recorded command reproduces the run
 
     out = tmp_path / "bench"
     ckpt = str(run / "model")

@@ -185,8 +185,8 @@ def cmd_pretrain(args) -> int:
         return 0
     card = {"training_data": sources, "sources": sources, "seed": args.seed, "seconds": round(seconds, 1),
             "command": _command(f"pretrain {args.model}", args,
-                                ["sources", "epochs", "episodes-per-graph", "shots", "seed", "devices", "num-nodes",
-                                 "strategy", "accelerator", "out", "publish"]), **schedule}
+                                ["sources", "epochs", "episodes-per-graph", "shots", "support-episodes", "seed", "devices",
+                                 "num-nodes", "strategy", "accelerator", "out", "publish"]), **schedule}
     out = Path(args.out)
     model.save_pretrained(out / "model", card=card)
     print(f"trained {args.model} on {', '.join(sources)} in {seconds:.1f} s; saved to {out / 'model'}")
