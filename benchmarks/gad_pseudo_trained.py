@@ -69,13 +69,16 @@ def main() -> None:
     parser.add_argument("--episodes", choices=sorted(SUPPORT_EPISODES), default="mixed")
     parser.add_argument("--epochs", type=int, default=50, help="50: the shipped checkpoint's schedule")
     parser.add_argument("--seed", type=int, default=0, help="pretraining seed (the shipped checkpoint's: 0)")
+    parser.add_argument("--pseudo-anomaly", choices=("atypical", "oriented"), default="atypical",
+                        help="the estimator's pseudo-anomaly rule (atypical: the page's table)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     start = time.perf_counter()
     net = pretrain(args.episodes, args.epochs, args.seed)
     print(f"pretrained ({args.episodes} episodes, {args.epochs} epochs, seed {args.seed}) in {time.perf_counter() - start:.0f} s",
           flush=True)
-    evaluate({"shipped": REFIGAD.from_pretrained("refi-gad"), args.episodes: REFIGAD(model=net)})
+    rule = {"pseudo_anomaly": args.pseudo_anomaly}
+    evaluate({"shipped": REFIGAD.from_pretrained("refi-gad", **rule), args.episodes: REFIGAD(model=net, **rule)})
 
 
 if __name__ == "__main__":

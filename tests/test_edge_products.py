@@ -38,7 +38,7 @@ def test_spmm_columns_matches_one_product(hops):
 @pytest.mark.parametrize("density,sparse_hops", [(0.002, 2), (0.03, 1), (0.08, 1)])
 def test_sparse_hops_equal_the_dense_product(density, sparse_hops):
     # sparse-sparse hops and column blocks sum in another order than one product: equal up to
-    # rounding (tests/tolerance.py: on a Sapphire Rapids Xeon they differ by up to 3.5e-17; on the CPU
+    # rounding (tests/tolerance.py: on an AVX-512/AMX Xeon they differ by up to 3.5e-17; on the CPU
     # the test was written on they were equal).
     # At 0.2% the first product stays sparse, so both hops are sparse-sparse; from 3% on the first
     # product is dense and the second hop runs on column blocks

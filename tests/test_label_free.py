@@ -13,6 +13,7 @@ from omnigraph import ARC, REFIGAD
 from omnigraph._cache import GraphCache, clear_graph_caches
 from omnigraph.estimators.detector import label_free_draw, label_free_draws
 from omnigraph.estimators.fingerprint import FingerprintDetector
+from omnigraph.models.pseudo_support import atypicality, oriented_atypicality
 
 DETECTORS = {"refi-gad": lambda: REFIGAD.from_pretrained("refi-gad"), "arc": lambda: ARC.from_pretrained("arc"),
              "fingerprint": FingerprintDetector}
@@ -60,13 +61,21 @@ def test_normal_and_anomaly_k(graph, name):
     assert det.regime_ == ("normal-k" if name == "arc" else "normal+anomaly-k")   # ARC ignores anomalies
 
 
-def test_pseudo_supports_come_from_atypicality_and_exclude_labelled_nodes(graph):
-    det = REFIGAD.from_pretrained("refi-gad", pseudo_k=15)
+@pytest.mark.parametrize("rule", ["oriented", "atypical"])
+def test_pseudo_supports_follow_their_rule_and_exclude_labelled_nodes(graph, rule):
+    det = REFIGAD.from_pretrained("refi-gad", pseudo_k=15, pseudo_anomaly=rule)
     det.decision_function(graph)
-    atyp = (det.fingerprint(graph) - 50).abs().sum(1)
+    p = det.fingerprint(graph)
+    atyp = atypicality(p)
+    key_a = oriented_atypicality(p, det.model.orientation) if rule == "oriented" else atyp
+    assert det.pseudo_rule_ == rule
     pn, pa = det.pseudo_support_normal_, det.pseudo_support_anomaly_
     assert pn.numel() == pa.numel() == 15 and not torch.isin(pn, pa).any()
-    assert atyp[pn].max() <= atyp[pa].min()
+    others = torch.ones(graph.num_nodes, dtype=torch.bool)
+    others[pn] = False
+    assert atyp[pn].max() <= atyp[others].min()                    # the least atypical are the normals
+    others[pa] = False
+    assert key_a[pa].min() >= key_a[others].max()                  # the top of the rule's key the anomalies
     normals = torch.arange(5)
     det.decision_function(graph, support_normal=normals)
     assert det.pseudo_support_normal_.numel() == 0 and not torch.isin(det.pseudo_support_anomaly_, normals).any()

@@ -6,7 +6,8 @@ import torch
 from gad_helpers import hub_anomaly_graph
 
 from omnigraph import REFIGAD
-from omnigraph.models.fingerprint import atypicality, graph_fingerprint, pseudo_support_size, ranked
+from omnigraph.models.fingerprint import graph_fingerprint
+from omnigraph.models.pseudo_support import atypicality, pseudo_support_size, ranked
 from omnigraph.training.config import REFIGADPretrainConfig
 from omnigraph.training.episodes import episode_generator
 from omnigraph.training.refi_gad import EpisodeDataset, pretrain_refi_gad, sample_pseudo_episode

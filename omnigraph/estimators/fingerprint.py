@@ -26,7 +26,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from omnigraph.estimators.detector import GeneralistDetector
-from omnigraph.models.fingerprint import COLUMNS, atypicality, column_index, graph_fingerprint
+from omnigraph.models.fingerprint import COLUMNS, column_index, graph_fingerprint
+from omnigraph.models.pseudo_support import atypicality
 
 
 class FingerprintDetector(GeneralistDetector):

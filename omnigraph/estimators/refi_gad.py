@@ -28,10 +28,13 @@ import torch
 from torch import Tensor
 
 from omnigraph.estimators.detector import GeneralistDetector, load_sources
-from omnigraph.models.fingerprint import atypicality, graph_fingerprint, pseudo_support_size, ranked
+from omnigraph.models.fingerprint import graph_fingerprint
+from omnigraph.models.pseudo_support import atypicality, oriented_atypicality, pseudo_support_size, ranked
 from omnigraph.models.refi_gad import REFIGADNet
 from omnigraph.training.config import REFIGADPretrainConfig
 
+#: how the anomalous pseudo-supports are picked (``pseudo_anomaly``)
+PSEUDO_ANOMALY_RULES = ("oriented", "atypical")
 _CFG = REFIGADPretrainConfig()   # the constructor's pretraining defaults
 _ARCH = ("d_model", "num_heads", "num_layers", "ff_dim", "dropout", "temperature")
 
@@ -58,12 +61,16 @@ class REFIGAD(GeneralistDetector):
             :func:`~omnigraph.training.refi_gad.pretrain_refi_gad`.
         model: a :class:`REFIGADNet` to score with (what :meth:`from_pretrained` passes); ``fit``
             trains a copy of it further instead of a fresh one. Never modified.
-        pseudo_k, pseudo_rounds: regimes without one of the support sets (``zero-shot``,
-            ``normal-k``): the missing set is filled from the target itself, label-free, with the
-            ``pseudo_k`` least (normal) or most (anomalous) atypical nodes, atypicality being
-            :math:`\\sum_c |r_{ic} - 50|`, the distance of a node's ranked fingerprint from the median
-            rank (``None``: :math:`\\mathrm{clip}(N/50, 20, 100)`); ``pseudo_rounds`` rounds then redraw
-            them from REFI-GAD's own scores (0: none; measured no gain, see the anomaly-detection page).
+        pseudo_k, pseudo_anomaly, pseudo_rounds: regimes without one of the support sets (``zero-shot``,
+            ``normal-k``): the missing set is filled from the target itself, label-free, with ``pseudo_k``
+            nodes (``None``: :math:`\\mathrm{clip}(N/50, 20, 100)`): the least atypical as normal supports,
+            atypicality being :math:`\\sum_c |r_{ic} - 50|`, the distance of a node's ranked fingerprint
+            from the median rank; as anomalous supports, with ``pseudo_anomaly="oriented"`` (default), the
+            highest under the checkpoint's source-learned ``orientation``
+            (:func:`~omnigraph.models.pseudo_support.oriented_atypicality`; a checkpoint without one falls
+            back to atypicality), with ``"atypical"`` the most atypical. ``pseudo_rounds`` rounds then
+            redraw both from REFI-GAD's own scores (0: none; measured no gain, see the anomaly-detection
+            page). The rule used is ``pseudo_rule_``.
         support_episodes, pseudo_shots_normal: the supports of ``fit``'s pretraining episodes:
             ``"labelled"`` (the release) or episodes built like those pseudo-supports (``"normal-k"``,
             ``"zero-shot"``, ``"mixed"``; see :class:`~omnigraph.training.config.REFIGADPretrainConfig`).
@@ -86,7 +93,7 @@ class REFIGAD(GeneralistDetector):
                  row_normalize: bool | None = None, self_loops: bool | None = None,
                  devices: int | str | list = 1, strategy: str = "auto", accelerator: str = "cpu",
                  out_dir: str | os.PathLike | None = None, model: REFIGADNet | None = None,
-                 pseudo_k: int | None = None, pseudo_rounds: int = 0,
+                 pseudo_k: int | None = None, pseudo_anomaly: str = "oriented", pseudo_rounds: int = 0,
                  support_episodes: str = _CFG.support_episodes, pseudo_shots_normal: int = _CFG.pseudo_shots_normal):
         super().__init__(contamination=contamination, seed=seed, verbose=verbose)
         self.device = device
@@ -101,7 +108,7 @@ class REFIGAD(GeneralistDetector):
         self.row_normalize, self.self_loops = row_normalize, self_loops
         self.devices, self.strategy, self.accelerator, self.out_dir = devices, strategy, accelerator, out_dir
         self.model = model
-        self.pseudo_k, self.pseudo_rounds = pseudo_k, pseudo_rounds
+        self.pseudo_k, self.pseudo_anomaly, self.pseudo_rounds = pseudo_k, pseudo_anomaly, pseudo_rounds
         self.support_episodes, self.pseudo_shots_normal = support_episodes, pseudo_shots_normal
 
     def _check_params(self) -> None:
@@ -110,6 +117,8 @@ class REFIGAD(GeneralistDetector):
             raise ValueError(f"snr_pool must be 'global' or 'batch', got {self.snr_pool!r}")
         if self.model is not None and not isinstance(self.model, REFIGADNet):
             raise TypeError(f"model must be a REFIGADNet, got {type(self.model).__name__}")
+        if self.pseudo_anomaly not in PSEUDO_ANOMALY_RULES:
+            raise ValueError(f"pseudo_anomaly must be one of {PSEUDO_ANOMALY_RULES}, got {self.pseudo_anomaly!r}")
         for name, low in (("pseudo_k", 1), ("pseudo_rounds", 0)):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
@@ -165,6 +174,7 @@ class REFIGAD(GeneralistDetector):
                                      pool_mask=pool).cpu()
 
         if support_normal.numel() and support_anomaly.numel():
+            self.pseudo_rule_ = None
             return score_with(support_normal, support_anomaly)
         # a support set is missing: fill it from the target itself (never from labels)
         n = data.num_nodes
@@ -173,15 +183,23 @@ class REFIGAD(GeneralistDetector):
         free = torch.ones(n, dtype=torch.bool)
         free[labelled] = False
         k = max(1, min(k, int(free.sum()) // 2))
-        key = atypicality(p.cpu())
+        pc = p.cpu()
+        orientation = model.orientation if self.pseudo_anomaly == "oriented" else None
+        self.pseudo_rule_ = "oriented" if orientation is not None else "atypical"
+        key_n = atypicality(pc)
+        key_a = oriented_atypicality(pc, orientation) if orientation is not None else key_n
         sn, sa = support_normal, support_anomaly
         for _ in range(int(self.pseudo_rounds) + 1):
-            order = ranked(key, p.cpu())
-            order = order[free[order]]
-            sn = support_normal if support_normal.numel() else order[:k]
-            sa = support_anomaly if support_anomaly.numel() else order[-k:]
+            if not support_normal.numel():
+                order = ranked(key_n, pc)
+                sn = order[free[order]][:k]
+            if not support_anomaly.numel():
+                pool = free.clone()
+                pool[sn] = False            # never both a normal and an anomalous support
+                order = ranked(key_a, pc)
+                sa = order[pool[order]][-k:]
             score = score_with(sn, sa)
-            key = score
+            key_n = key_a = score
         self.pseudo_support_normal_ = sn if not support_normal.numel() else sn[:0]
         self.pseudo_support_anomaly_ = sa if not support_anomaly.numel() else sa[:0]
         return score

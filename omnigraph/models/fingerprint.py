@@ -363,36 +363,12 @@ def graph_fingerprint(data, sim_scale: str = "edges", ties: str = "average", row
     return _CACHE.put((data.x, data.edge_index), config, fp) if cache else fp
 
 
-def atypicality(p: Tensor) -> Tensor:
-    r"""Each node's distance from the median rank, :math:`\sum_c |r_{ic} - 50|`, of a ranked fingerprint
-    ``p [N, 5]`` (label-free; the fingerprint baseline's zero-shot score). Returns ``[N]``."""
-    return (p - 50.0).abs().sum(1)
-
-
-def ranked(key: Tensor, p: Tensor) -> Tensor:
-    """Node ids by ascending ``key``, ties broken by the fingerprint rows ``p`` (lexicographically), not by
-    node id: nodes that tie on both are interchangeable for the scorer, so the pick does not depend on the
-    node numbering."""
-    import numpy as np
-
-    cols = [p[:, c].numpy() for c in reversed(range(p.size(1)))]
-    return torch.from_numpy(np.lexsort((*cols, key.double().numpy()))).long()
-
-
-def pseudo_support_size(num_nodes: int) -> int:
-    r"""Pseudo-support nodes per class on a graph of ``num_nodes`` nodes: :math:`\mathrm{clip}(N/50, 20, 100)`."""
-    return int(min(100, max(20, round(num_nodes / 50))))
-
-
 __all__ = [
     "COLUMNS",
     "RelationalFingerprint",
-    "atypicality",
     "clear_fingerprint_cache",
     "column_index",
     "graph_fingerprint",
     "product_backend",
-    "pseudo_support_size",
     "rank_transform",
-    "ranked",
 ]

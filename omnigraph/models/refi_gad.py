@@ -80,6 +80,10 @@ class REFIGADNet(nn.Module, PretrainedMixin):
         attention: ``"structured"`` (default) evaluates the masked attention block-wise in
             :math:`O((S+Q)S)`; ``"masked"`` runs ``nn.TransformerEncoder`` with the full
             :math:`(S+Q)^2` additive mask. Both give the same numbers (same parameters).
+        orientation: weights ``w [2 * in_dim]`` of the pseudo-anomaly score
+            :func:`~omnigraph.models.pseudo_support.oriented_atypicality`, fitted on the source graphs
+            at pretraining (stored with the checkpoint, applied by the estimator when a target has no
+            labelled anomaly; ``None``: atypicality).
 
     Shapes:
         ``forward(p_normal [k_n, 5], p_anomaly [k_a, 5], p_query [b, 5]) -> [b]`` scores in [0, 1].
@@ -89,7 +93,8 @@ class REFIGADNet(nn.Module, PretrainedMixin):
 
     def __init__(self, in_dim: int = 5, d_model: int = 64, num_heads: int = 4, num_layers: int = 4,
                  ff_dim: int = 128, dropout: float = 0.1, temperature: float = 0.07,
-                 fingerprint: dict | None = None, attention: str = "structured"):
+                 fingerprint: dict | None = None, attention: str = "structured",
+                 orientation: list[float] | None = None):
         super().__init__()
         if d_model % num_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
@@ -99,6 +104,9 @@ class REFIGADNet(nn.Module, PretrainedMixin):
             raise ValueError(f"attention must be 'structured' or 'masked', got {attention!r}")
         self.attention = attention
         self.fingerprint = dict(fingerprint or {"sim_scale": "edges", "ties": "average"})
+        if orientation is not None and len(orientation) != 2 * in_dim:
+            raise ValueError(f"orientation must hold {2 * in_dim} weights, got {len(orientation)}")
+        self.orientation = None if orientation is None else [float(w) for w in orientation]
         self.embed = nn.Linear(in_dim, d_model)
         layer = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=ff_dim, dropout=dropout,
                                            activation="relu", batch_first=True, norm_first=False)
@@ -123,7 +131,8 @@ class REFIGADNet(nn.Module, PretrainedMixin):
     def get_config(self) -> dict:
         return {"in_dim": self.in_dim, "d_model": self.d_model, "num_heads": self.num_heads,
                 "num_layers": self.num_layers, "ff_dim": self.ff_dim, "dropout": self.dropout,
-                "temperature": self.temperature, "fingerprint": self.fingerprint}
+                "temperature": self.temperature, "fingerprint": self.fingerprint,
+                **({"orientation": self.orientation} if self.orientation is not None else {})}
 
     # -- the four steps -----------------------------------------------------------------------
     def encode(self, p_normal: Tensor, p_anomaly: Tensor, p_query: Tensor) -> tuple[Tensor, Tensor, Tensor]:

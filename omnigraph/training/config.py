@@ -61,7 +61,7 @@ class REFIGADPretrainConfig(_Config):
             estimator does when only normals are labelled. ``"zero-shot"``: the least and the most
             atypical nodes, as without labels. ``"mixed"``: the three in turn. Queries keep their
             true labels. Pseudo-supports are
-            :func:`~omnigraph.models.fingerprint.pseudo_support_size` nodes per class.
+            :func:`~omnigraph.models.pseudo_support.pseudo_support_size` nodes per class.
         pseudo_shots_normal: labelled normals of a ``"normal-k"`` episode.
         d_model, num_heads, num_layers, ff_dim, dropout, temperature: a fresh
             :class:`~omnigraph.models.refi_gad.REFIGADNet`.

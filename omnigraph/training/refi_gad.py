@@ -12,7 +12,9 @@ Adam step per episode. One episode on a graph:
 
 That is the release's ``support_episodes="labelled"``; ``"normal-k"``, ``"zero-shot"`` and ``"mixed"``
 give the scorer the pseudo-supports it gets at test time in the regimes without labelled anomalies
-(:func:`sample_pseudo_episode`).
+(:func:`sample_pseudo_episode`). After training, :func:`fit_orientation` fits on the same sources the
+direction in which their anomalies deviate (stored as the model's ``orientation``; the estimator picks
+pseudo-anomalies with it).
 
 Episode ``i`` of epoch ``e`` is drawn from a generator seeded by ``(seed, e, i)`` and the model
 initialisation and dropout by ``seed``: the same seed gives the same model on CPU.
@@ -24,11 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import lightning as L
+import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
-from omnigraph.models.fingerprint import atypicality, pseudo_support_size, ranked
+from omnigraph.models.pseudo_support import atypicality, orientation_features, pseudo_support_size, ranked
 from omnigraph.models.refi_gad import REFIGADNet
 from omnigraph.training._trainer import fit_lightning, resolve_resume, source_names
 from omnigraph.training.config import SUPPORT_EPISODES, REFIGADPretrainConfig
@@ -69,9 +72,9 @@ def sample_pseudo_episode(y: Tensor, order: Tensor, kind: str, shots_normal: int
                           num_query_anomaly: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """An episode with the supports a label-poor regime gives the scorer at test time.
 
-    ``order``: the graph's nodes by ascending atypicality (:func:`~omnigraph.models.fingerprint.ranked`).
+    ``order``: the graph's nodes by ascending atypicality (:func:`~omnigraph.models.pseudo_support.ranked`).
     ``kind="normal-k"``: ``shots_normal`` labelled normals, and the
-    :func:`~omnigraph.models.fingerprint.pseudo_support_size` most atypical other nodes as the
+    :func:`~omnigraph.models.pseudo_support.pseudo_support_size` most atypical other nodes as the
     anomalous support; ``"zero-shot"``: that many least and most atypical nodes. Queries: up to
     ``num_query_normal`` normal and ``num_query_anomaly`` anomalous other nodes (true labels), shuffled.
     """
@@ -207,6 +210,27 @@ def source_fingerprints(graphs, fingerprint: dict | None = None, row_normalize: 
     return fps, labels
 
 
+def fit_orientation(fingerprints: Sequence[Tensor], labels: Sequence[Tensor], c: float = 1.0) -> list[float]:
+    r"""The pseudo-anomaly orientation ``w [10]``: a logistic regression of the source graphs' labels on
+    :func:`~omnigraph.models.pseudo_support.orientation_features` of their ranked fingerprints (L2,
+    inverse strength ``c``), each graph's normal and anomalous nodes weighing one half each, so that every
+    source counts the same whatever its size and anomaly rate. Deterministic (lbfgs)."""
+    from sklearn.linear_model import LogisticRegression
+
+    feats, ys, weights = [], [], []
+    for p, y in zip(fingerprints, labels):
+        y = y.flatten().long().numpy()
+        num_anomalies = int(y.sum())
+        if num_anomalies in (0, y.size):
+            raise ValueError("every source graph needs normal and anomalous nodes to fit the orientation")
+        feats.append(orientation_features(p).numpy())
+        ys.append(y)
+        weights.append(np.where(y == 1, 0.5 / num_anomalies, 0.5 / (y.size - num_anomalies)))
+    lr = LogisticRegression(C=c, max_iter=2000).fit(np.concatenate(feats), np.concatenate(ys),
+                                                    sample_weight=np.concatenate(weights))
+    return [float(w) for w in lr.coef_[0]]
+
+
 def pretrain_refi_gad(graphs, config: REFIGADPretrainConfig | None = None, *, seed: int = 0,
                       out_dir: str | os.PathLike | None = None, devices: int | str | list = 1,
                       strategy: str = "auto", accelerator: str = "cpu", progress_bar: bool = True,
@@ -264,6 +288,7 @@ def pretrain_refi_gad(graphs, config: REFIGADPretrainConfig | None = None, *, se
                                 accelerator=accelerator, devices=devices, strategy=strategy, num_nodes=num_nodes,
                                 progress_bar=progress_bar, log_every_n_steps=10)
     model = module.model.cpu().eval()
+    model.orientation = fit_orientation(fps, labels)   # used for pseudo-anomalies at inference only
     if out_dir is not None and trainer.is_global_zero:
         model.save_pretrained(Path(out_dir) / "model", card={
             "method": "REFI-GAD (Liu et al., ICML 2026)", "epochs": int(config.epochs), "seed": seed,
@@ -277,6 +302,7 @@ __all__ = [
     "EpisodeDataModule",
     "EpisodeDataset",
     "REFIGADPretrainModule",
+    "fit_orientation",
     "pretrain_refi_gad",
     "sample_episode",
     "sample_pseudo_episode",
