@@ -17,7 +17,13 @@ import torch
 from omnigraph import REFIGAD
 from omnigraph.benchmark.gad import PROTOCOLS, load_gad
 from omnigraph.benchmark.gad_metrics import metrics
-from omnigraph.models.pseudo_support import atypicality, oriented_atypicality, pseudo_support_size, ranked
+from omnigraph.models.pseudo_support import (
+    atypicality,
+    highest,
+    lowest,
+    oriented_atypicality,
+    pseudo_support_size,
+)
 
 RULES = ("least atypical + oriented (shipped)", "oriented both ways", "atypical both ways", "orientation alone")
 
@@ -34,11 +40,10 @@ def main() -> None:
         atyp, ori = atypicality(p), oriented_atypicality(p, orientation)
         row = []
         for key_n, key_a in ((atyp, ori), (ori, ori), (atyp, atyp)):
-            sn = ranked(key_n, p)[:k]
             pool = torch.ones(data.num_nodes, dtype=torch.bool)
+            sn = lowest(key_n, p, pool, k)
             pool[sn] = False
-            order = ranked(key_a, p)
-            sa = order[pool[order]][-k:]
+            sa = highest(key_a, p, pool, k)
             row += [100 * v for v in metrics(data.y, det.decision_function(data, support_normal=sn, support_anomaly=sa))]
         row += [100 * v for v in metrics(data.y, ori)]
         rows[target] = row

@@ -29,7 +29,13 @@ from torch import Tensor
 
 from omnigraph.estimators.detector import GeneralistDetector, load_sources
 from omnigraph.models.fingerprint import graph_fingerprint
-from omnigraph.models.pseudo_support import atypicality, oriented_atypicality, pseudo_support_size, ranked
+from omnigraph.models.pseudo_support import (
+    atypicality,
+    highest,
+    lowest,
+    oriented_atypicality,
+    pseudo_support_size,
+)
 from omnigraph.models.refi_gad import REFIGADNet
 from omnigraph.training.config import REFIGADPretrainConfig
 
@@ -191,13 +197,11 @@ class REFIGAD(GeneralistDetector):
         sn, sa = support_normal, support_anomaly
         for _ in range(int(self.pseudo_rounds) + 1):
             if not support_normal.numel():
-                order = ranked(key_n, pc)
-                sn = order[free[order]][:k]
+                sn = lowest(key_n, pc, free, k)
             if not support_anomaly.numel():
                 pool = free.clone()
                 pool[sn] = False            # never both a normal and an anomalous support
-                order = ranked(key_a, pc)
-                sa = order[pool[order]][-k:]
+                sa = highest(key_a, pc, pool, k)
             score = score_with(sn, sa)
             key_n = key_a = score
         self.pseudo_support_normal_ = sn if not support_normal.numel() else sn[:0]

@@ -20,9 +20,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-#: the orientation's feature width: a signed and an unsigned deviation per fingerprint column
-ORIENTATION_DIM = 10
-
 
 def atypicality(p: Tensor) -> Tensor:
     r"""Each node's distance from the median rank, :math:`\sum_c |r_{ic} - 50|`, of a ranked fingerprint
@@ -54,10 +51,22 @@ def ranked(key: Tensor, p: Tensor) -> Tensor:
     return torch.from_numpy(np.lexsort((*cols, key.double().numpy()))).long()
 
 
+def lowest(key: Tensor, p: Tensor, pool: Tensor, k: int) -> Tensor:
+    """The ``k`` nodes of the boolean mask ``pool`` with the lowest ``key`` (ties as in :func:`ranked`)."""
+    order = ranked(key, p)
+    return order[pool[order]][:k]
+
+
+def highest(key: Tensor, p: Tensor, pool: Tensor, k: int) -> Tensor:
+    """The ``k`` nodes of the boolean mask ``pool`` with the highest ``key`` (ties as in :func:`ranked`)."""
+    order = ranked(key, p)
+    return order[pool[order]][-k:]
+
+
 def pseudo_support_size(num_nodes: int) -> int:
     r"""Pseudo-support nodes per class on a graph of ``num_nodes`` nodes: :math:`\mathrm{clip}(N/50, 20, 100)`."""
     return int(min(100, max(20, round(num_nodes / 50))))
 
 
-__all__ = ["ORIENTATION_DIM", "atypicality", "orientation_features", "oriented_atypicality", "pseudo_support_size",
+__all__ = ["atypicality", "highest", "lowest", "orientation_features", "oriented_atypicality", "pseudo_support_size",
            "ranked"]
